@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs every Debian package inception.cpp needs to build, test and benchmark.
+# Usage (as root on Debian 12): scripts/install-deps.sh [--bench]
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libdnnl-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev
+  libprotobuf-dev protobuf-compiler libgflags-dev
+  libopenmpi-dev openmpi-bin
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch python3-torchvision python3-pil python3-numpy linux-perf)
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${packages[@]}"
+fi

@@ -1,0 +1,130 @@
+// The Backend interface: where the graph's ops run. One implementation per device kind
+// (backend/cpu: oneDNN; backend/cuda: cuDNN + cuBLAS + own kernels). The graph plans all
+// memory up front, so a backend only allocates arenas, moves bytes, and runs kernels that
+// were prepared ("compiled") once per op with shapes known.
+//
+// Pointers passed to a backend are device pointers of that backend. On CUDA every call
+// is asynchronous on the backend's stream unless it says it synchronises.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/ops.h"
+#include "core/status.h"
+
+namespace ic {
+
+enum class DeviceKind { cpu, cuda };
+
+// Device memory owned by the backend that allocated it; freed on destruction.
+class DeviceBuffer {
+ public:
+  using Deleter = void (*)(void*);
+  DeviceBuffer() = default;
+  DeviceBuffer(void* data, size_t bytes, Deleter deleter) : data_(data, deleter), bytes_(bytes) {}
+  void* data() const { return data_.get(); }
+  size_t bytes() const { return bytes_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_.get());
+  }
+
+ private:
+  std::unique_ptr<void, Deleter> data_{nullptr, [](void*) {}};
+  size_t bytes_ = 0;
+};
+
+// The pointers one compiled op works on, fixed for the life of a compiled graph (the
+// memory plan is static). Each list follows the order documented on the op's Desc in
+// ops.h. A null entry in input_grads means that gradient is not needed.
+struct OpBindings {
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
+  std::vector<void*> params;  // trainable: weights, biases, beta, gamma
+  std::vector<void*> state;   // non-trainable: moving_mean, moving_variance
+  void* saved = nullptr;      // saved_bytes(), written by forward, read by backward
+  void* workspace = nullptr;  // workspace_bytes(), scratch during one call
+  // Training graphs only.
+  std::vector<const void*> output_grads;
+  std::vector<void*> input_grads;  // written (=), never accumulated
+  std::vector<void*> param_grads;  // written (=), in the order of params
+};
+
+// What changes from step to step.
+struct StepContext {
+  uint64_t seed = 0;  // dropout masks: a function of (seed, element index)
+  int64_t step = 0;
+};
+
+// One op prepared for fixed shapes. forward/backward allocate nothing.
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual size_t workspace_bytes() const { return 0; }
+  virtual size_t saved_bytes() const { return 0; }
+  // Called once, after memory planning, before the first forward.
+  virtual Status bind(const OpBindings& bindings) = 0;
+  virtual void forward(const StepContext& ctx) = 0;
+  virtual void backward(const StepContext& ctx) = 0;
+};
+
+// One optimizer step over a flat range of float32 parameters (the whole arena at once).
+struct OptimizerArgs {
+  float* params = nullptr;
+  const float* grads = nullptr;
+  float* slot1 = nullptr;  // RMSProp: mean square ("RMSProp"); momentum: accumulator
+  float* slot2 = nullptr;  // RMSProp: momentum ("RMSProp_1")
+  size_t count = 0;
+  float learning_rate = 0.f;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceKind kind() const = 0;
+  virtual std::string description() const = 0;  // "cpu: oneDNN 2.6, 2 threads"
+
+  // Memory -----------------------------------------------------------------------------
+  virtual Result<DeviceBuffer> allocate(size_t bytes) = 0;  // 64-byte aligned at least
+  virtual void upload(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void download(void* host_dst, const void* src, size_t bytes) = 0;  // synchronises
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void fill(float* dst, float value, size_t count) = 0;
+  virtual void synchronize() = 0;
+
+  // Ops ----------------------------------------------------------------------------------
+  virtual Result<std::unique_ptr<OpKernel>> compile(const OpDesc& desc) = 0;
+
+  // Flat float32 arithmetic over arenas ----------------------------------------------
+  virtual void add_inplace(float* y, const float* x, size_t count) = 0;         // y += x
+  virtual void axpy(float a, const float* x, float* y, size_t count) = 0;       // y += a*x
+  virtual void sum_squares(const float* x, size_t count, float* result) = 0;   // *result = Σx²
+  // ms = decay*ms + (1-decay)*g²; mom = momentum*mom + lr*g/sqrt(ms+eps); p -= mom
+  virtual void rmsprop_update(const OptimizerArgs& args, float decay, float momentum,
+                              float epsilon) = 0;
+  // accum = momentum*accum + g; p -= lr*accum
+  virtual void momentum_update(const OptimizerArgs& args, float momentum) = 0;
+  // p -= lr*g
+  virtual void sgd_update(const OptimizerArgs& args) = 0;
+  // shadow -= (1-decay)*(shadow - value)
+  virtual void ema_update(float* shadow, const float* value, size_t count, float decay) = 0;
+};
+
+struct BackendOptions {
+  DeviceKind kind = DeviceKind::cpu;
+  int device_index = 0;  // cuda:N
+  int num_threads = 0;   // cpu: 0 = all cores
+};
+
+// The backend for `options`, or an error saying why it is unavailable (no GPU, no CUDA build).
+Result<std::unique_ptr<Backend>> make_backend(const BackendOptions& options);
+
+// Implementations, one per library (backend/cpu, backend/cuda).
+Result<std::unique_ptr<Backend>> make_cpu_backend(const BackendOptions& options);
+Result<std::unique_ptr<Backend>> make_cuda_backend(const BackendOptions& options);
+
+}  // namespace ic

@@ -1,0 +1,83 @@
+#include "backend/ops.h"
+
+#include <algorithm>
+
+namespace ic {
+
+int64_t tf_output_size(int64_t in, int kernel, int stride, Padding padding) {
+  if (padding == Padding::same) return (in + stride - 1) / stride;
+  return (in - kernel + stride) / stride;  // ceil((in - kernel + 1) / stride)
+}
+
+static void tf_pad_1d(int64_t in, int kernel, int stride, Padding padding, int& before,
+                      int& after) {
+  before = after = 0;
+  if (padding == Padding::valid) return;
+  const int64_t out = tf_output_size(in, kernel, stride, padding);
+  const int64_t total = std::max<int64_t>((out - 1) * stride + kernel - in, 0);
+  before = static_cast<int>(total / 2);
+  after = static_cast<int>(total - total / 2);
+}
+
+Pads tf_pads(int64_t in_h, int64_t in_w, int kernel_h, int kernel_w, int stride_h, int stride_w,
+             Padding padding) {
+  Pads p;
+  tf_pad_1d(in_h, kernel_h, stride_h, padding, p.top, p.bottom);
+  tf_pad_1d(in_w, kernel_w, stride_w, padding, p.left, p.right);
+  return p;
+}
+
+Shape Conv2dDesc::output() const {
+  return Shape{input.n(), tf_output_size(input.h(), kernel_h, stride_h, padding),
+               tf_output_size(input.w(), kernel_w, stride_w, padding), out_channels};
+}
+
+Shape Pool2dDesc::output() const {
+  return Shape{input.n(), tf_output_size(input.h(), kernel_h, stride_h, padding),
+               tf_output_size(input.w(), kernel_w, stride_w, padding), input.c()};
+}
+
+Shape ConcatDesc::output() const {
+  Shape out = inputs.at(0);
+  int64_t channels = 0;
+  for (const Shape& s : inputs) channels += s.c();
+  out[3] = channels;
+  return out;
+}
+
+namespace {
+struct OpNamer {
+  const char* operator()(const Conv2dDesc&) const { return "conv2d"; }
+  const char* operator()(const BatchNormDesc& d) const {
+    return d.fused_relu ? "batch_norm+relu" : "batch_norm";
+  }
+  const char* operator()(const ReluDesc&) const { return "relu"; }
+  const char* operator()(const Pool2dDesc& d) const {
+    return d.kind == PoolKind::max ? "max_pool" : "avg_pool";
+  }
+  const char* operator()(const GlobalAvgPoolDesc&) const { return "global_avg_pool"; }
+  const char* operator()(const ConcatDesc&) const { return "concat"; }
+  const char* operator()(const DropoutDesc&) const { return "dropout"; }
+  const char* operator()(const DenseDesc&) const { return "dense"; }
+  const char* operator()(const AddDesc& d) const { return d.fused_relu ? "add+relu" : "add"; }
+  const char* operator()(const SoftmaxCrossEntropyDesc&) const {
+    return "softmax_cross_entropy";
+  }
+  const char* operator()(const ReshapeDesc&) const { return "reshape"; }
+};
+}  // namespace
+
+const char* op_name(const OpDesc& desc) { return std::visit(OpNamer{}, desc); }
+
+int64_t op_multiply_adds(const OpDesc& desc) {
+  if (const auto* conv = std::get_if<Conv2dDesc>(&desc)) {
+    const Shape out = conv->output();
+    return out.numel() * conv->kernel_h * conv->kernel_w * conv->input.c();
+  }
+  if (const auto* dense = std::get_if<DenseDesc>(&desc)) {
+    return dense->batch * dense->in_features * dense->out_features;
+  }
+  return 0;
+}
+
+}  // namespace ic

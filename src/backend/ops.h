@@ -1,0 +1,132 @@
+// What each op computes, described once with its shapes, so a backend can prepare a kernel
+// (oneDNN primitive, cuDNN descriptors and algorithm) when the graph is compiled.
+// All activations are NHWC float32 (bf16 where `compute` says so); conv kernels are HWIO.
+//
+// For every op, OpBindings (backend.h) lists pointers in the order given here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ic {
+
+enum class Padding { same, valid };
+
+// TensorFlow's output size and padding: SAME gives ceil(in / stride) and puts the smaller
+// half of the padding before (top/left), the larger after.
+struct Pads {
+  int top = 0, bottom = 0, left = 0, right = 0;
+};
+int64_t tf_output_size(int64_t in, int kernel, int stride, Padding padding);
+Pads tf_pads(int64_t in_h, int64_t in_w, int kernel_h, int kernel_w, int stride_h, int stride_w,
+             Padding padding);
+
+// y = conv(x, w) (+ b).  in: x[N,H,W,Ci]  params: w[kh,kw,Ci,Co] (+ b[Co])  out: y[N,Ho,Wo,Co]
+struct Conv2dDesc {
+  Shape input;
+  int64_t out_channels = 0;
+  int kernel_h = 1, kernel_w = 1;
+  int stride_h = 1, stride_w = 1;
+  Padding padding = Padding::same;
+  bool has_bias = false;
+  bool needs_input_grad = true;  // false for a conv that reads the images
+  DType compute = DType::f32;    // bf16: convert inside, accumulate in f32
+  Shape output() const;
+};
+
+// Batch normalisation over N,H,W per channel, then optionally ReLU (fused).
+// in: x   params: beta[C] (+ gamma[C] if has_gamma)   state: moving_mean[C], moving_variance[C]
+// out: y   training: batch statistics, moving = moving*decay + batch*(1-decay), with the
+// batch variance unbiased (n/(n-1)) in the moving average as TensorFlow's fused batch norm.
+// inference: moving statistics.
+struct BatchNormDesc {
+  Shape input;
+  float epsilon = 1e-3f;
+  float decay = 0.996f;
+  bool has_gamma = false;
+  bool fused_relu = false;
+  bool training = true;
+  DType compute = DType::f32;
+};
+
+// in: x  out: y = max(x, 0)
+struct ReluDesc {
+  Shape input;
+};
+
+// in: x  out: y. Average pooling excludes padding from the count (TensorFlow SAME).
+enum class PoolKind { max, avg };
+struct Pool2dDesc {
+  Shape input;
+  PoolKind kind = PoolKind::max;
+  int kernel_h = 3, kernel_w = 3;
+  int stride_h = 1, stride_w = 1;
+  Padding padding = Padding::valid;
+  Shape output() const;
+};
+
+// in: x[N,H,W,C]  out: y[N,C] (mean over H,W)
+struct GlobalAvgPoolDesc {
+  Shape input;
+};
+
+// in: x0..xk (same N,H,W)  out: y, channels concatenated in order.
+struct ConcatDesc {
+  std::vector<Shape> inputs;
+  Shape output() const;
+};
+
+// in: x  out: y = x * mask / keep_prob, mask ~ Bernoulli(keep_prob) drawn from
+// (StepContext::seed, element index), so CPU and GPU draw the same mask. Identity when
+// not training.
+struct DropoutDesc {
+  Shape input;
+  float keep_prob = 0.8f;
+  bool training = true;
+};
+
+// in: x[N,K]  params: w[K,M] (+ b[M])  out: y[N,M]
+struct DenseDesc {
+  int64_t batch = 0, in_features = 0, out_features = 0;
+  bool has_bias = true;
+  bool needs_input_grad = true;
+};
+
+// in: a, b (same shape)  out: y = a + b (then ReLU if fused_relu). ResNet's shortcut.
+struct AddDesc {
+  Shape input;
+  bool fused_relu = false;
+};
+
+// Mean softmax cross-entropy with TensorFlow's label smoothing, times `weight`:
+// target = onehot(label)*(1-s) + s/num_classes. Rows whose label is < 0 are padding: they
+// add nothing and are not counted in the mean.
+// in: logits[N,C] (f32), labels[N] (i32)  out: loss (scalar f32)
+// backward: d logits (the loss is a root: its output gradient is taken as 1).
+struct SoftmaxCrossEntropyDesc {
+  int64_t batch = 0, num_classes = 0;
+  float label_smoothing = 0.f;
+  float weight = 1.f;
+};
+
+// Reinterprets x with another shape (same element count and order); no computation.
+// in: x  out: y (aliases x)
+struct ReshapeDesc {
+  Shape input, output;
+};
+
+using OpDesc = std::variant<Conv2dDesc, BatchNormDesc, ReluDesc, Pool2dDesc, GlobalAvgPoolDesc,
+                            ConcatDesc, DropoutDesc, DenseDesc, AddDesc, SoftmaxCrossEntropyDesc,
+                            ReshapeDesc>;
+
+// "conv2d", "batch_norm", ...: for logs and the summary table.
+const char* op_name(const OpDesc& desc);
+
+// Multiply-adds of one forward pass (convolutions and dense layers; others count 0).
+int64_t op_multiply_adds(const OpDesc& desc);
+
+}  // namespace ic
