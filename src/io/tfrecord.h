@@ -1,0 +1,62 @@
+// TFRecord files, byte-compatible with TensorFlow. Each record is
+//   uint64 length | uint32 masked_crc32c(length) | data[length] | uint32 masked_crc32c(data)
+// little-endian, where masked(c) = ((c >> 15) | (c << 17)) + 0xa282ead8.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace ic {
+
+// CRC-32C (Castagnoli), as TensorFlow's crc32c::Value.
+uint32_t crc32c(const void* data, size_t size);
+uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size);
+uint32_t mask_crc32c(uint32_t crc);
+uint32_t unmask_crc32c(uint32_t masked);
+
+// Reads records one after another. A bad length CRC, a bad data CRC or a truncated record is
+// an error that names the file and the byte offset where the record starts.
+class TfRecordReader {
+ public:
+  static Result<TfRecordReader> open(const std::string& path);
+
+  // Reads the next record into *record. Returns false at a clean end of file.
+  Result<bool> read(std::string* record);
+  // After a corrupt record: moves past it when the length was readable, so a caller told to
+  // skip corrupt records can go on; returns false when the rest of the file is unreadable.
+  bool skip_corrupt();
+  uint64_t offset() const { return offset_; }  // where the next record starts
+  const std::string& path() const { return path_; }
+
+ private:
+  struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::string path_;
+  uint64_t offset_ = 0;
+  uint64_t resume_offset_ = 0;  // where skip_corrupt() continues
+};
+
+// Writes records. close() flushes and reports any write error; a writer destroyed without
+// close() closes quietly.
+class TfRecordWriter {
+ public:
+  static Result<TfRecordWriter> create(const std::string& path);
+  Status write(std::string_view record);
+  Status close();
+
+ private:
+  struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::string path_;
+};
+
+}  // namespace ic
