@@ -1,0 +1,41 @@
+// A Graph made ready to run on one Backend: gradients derived from per-op backward rules,
+// BN+ReLU fused where the backend can, activation memory planned by liveness into one arena,
+// one kernel compiled per op and bound to fixed pointers. forward()/backward() allocate
+// nothing and look nothing up by name.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "graph/graph.h"
+#include "graph/param_layout.h"
+
+namespace ic {
+
+class CompiledGraph {
+ public:
+  static Result<std::unique_ptr<CompiledGraph>> compile(const Graph& graph, Backend& backend,
+                                                        const ParamLayout& layout,
+                                                        const ParamBinding& binding);
+  virtual ~CompiledGraph() = default;
+
+  // Device buffers the caller fills before forward(): images [N,H,W,3] f32, labels [N] i32
+  // (label < 0 marks a padding row). labels() is null for graphs without a loss.
+  virtual float* images() = 0;
+  virtual int32_t* labels() = 0;
+
+  virtual void forward(const StepContext& ctx) = 0;
+  // Training graphs: writes every trainable parameter's gradient into binding.grads (=).
+  virtual void backward(const StepContext& ctx) = 0;
+
+  // Device pointers valid after forward(): logits [N,num_classes], and one scalar per loss
+  // term of graph.losses (each already weighted), in that order.
+  virtual const float* logits() const = 0;
+  virtual std::vector<const float*> loss_terms() const = 0;
+
+  virtual size_t activation_bytes() const = 0;  // the planned activation arena
+};
+
+}  // namespace ic
