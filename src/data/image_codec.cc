@@ -1,0 +1,247 @@
+#include "data/image_codec.h"
+
+#include <png.h>
+#include <turbojpeg.h>
+
+#include <cstring>
+#include <memory>
+
+namespace ic {
+namespace {
+
+struct TjHandleCloser {
+  void operator()(void* handle) const { tjDestroy(handle); }
+};
+using TjHandle = std::unique_ptr<void, TjHandleCloser>;
+
+// TurboJPEG handles are not thread-safe; each thread keeps one of each, for its lifetime.
+TjHandle& thread_decompressor_slot() {
+  thread_local TjHandle handle(tjInitDecompress());
+  return handle;
+}
+tjhandle thread_decompressor() { return thread_decompressor_slot().get(); }
+// TurboJPEG 2.1 leaves a decompressor mid-header after some failures (the next call then fails
+// with "Improper call to JPEG library in state 201"), so a failed handle is replaced.
+void reset_thread_decompressor() { thread_decompressor_slot().reset(tjInitDecompress()); }
+tjhandle thread_compressor() {
+  thread_local TjHandle handle(tjInitCompress());
+  return handle.get();
+}
+
+struct TjBufferFree {
+  void operator()(unsigned char* buffer) const { tjFree(buffer); }
+};
+
+const unsigned char* as_bytes(std::string_view bytes) {
+  return reinterpret_cast<const unsigned char*>(bytes.data());
+}
+
+// Whether the JPEG carries an Adobe APP14 marker before its first scan. Adobe applications
+// store CMYK inverted (0 = full ink), and libjpeg reports that as saw_Adobe_marker; the
+// TurboJPEG API does not expose it, so we walk the marker segments ourselves.
+bool has_adobe_marker(std::string_view bytes) {
+  size_t pos = 2;  // after SOI
+  while (pos + 4 <= bytes.size()) {
+    if (static_cast<uint8_t>(bytes[pos]) != 0xFF) return false;
+    const uint8_t marker = static_cast<uint8_t>(bytes[pos + 1]);
+    if (marker == 0xFF) {  // fill byte
+      ++pos;
+      continue;
+    }
+    if (marker == 0xDA || marker == 0xD9) return false;  // SOS or EOI: header is over
+    const size_t length =
+        (static_cast<uint8_t>(bytes[pos + 2]) << 8) | static_cast<uint8_t>(bytes[pos + 3]);
+    if (marker == 0xEE && length >= 7 && pos + 4 + 5 <= bytes.size() &&
+        bytes.substr(pos + 4, 5) == "Adobe") {
+      return true;
+    }
+    pos += 2 + length;
+  }
+  return false;
+}
+
+// A warning other than a premature end is harmless (TensorFlow decodes such files too); a
+// truncated JPEG is an error, as in TensorFlow's decode_jpeg without try_recover_truncated.
+bool decode_failed(tjhandle handle) {
+  if (tjGetErrorCode(handle) != TJERR_WARNING) return true;
+  return std::strstr(tjGetErrorStr2(handle), "Premature end") != nullptr;
+}
+
+Status decode_jpeg_into(std::string_view bytes, int scale_denom, RgbImage* out) {
+  if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8) {
+    return error("JPEG scale denominator must be 1, 2, 4 or 8, got ", scale_denom);
+  }
+  IC_ASSIGN_OR_RETURN(const JpegHeader header, read_jpeg_header(bytes));
+  tjhandle handle = thread_decompressor();
+  const int height = jpeg_scaled_size(header.height, scale_denom);
+  const int width = jpeg_scaled_size(header.width, scale_denom);
+  // TensorFlow's decode_jpeg uses libjpeg's fast integer IDCT (JDCT_IFAST) by default.
+  const int flags = TJFLAG_FASTDCT;
+  out->height = height;
+  out->width = width;
+  out->pixels.resize(static_cast<size_t>(height) * width * 3);
+  if (!header.is_cmyk) {
+    if (tjDecompress2(handle, as_bytes(bytes), bytes.size(), out->pixels.data(), width, 0, height,
+                      TJPF_RGB, flags) != 0 &&
+        decode_failed(handle)) {
+      Status failure = error("JPEG decode failed: ", tjGetErrorStr2(handle));
+      reset_thread_decompressor();
+      return failure;
+    }
+    return Status();
+  }
+  // CMYK/YCCK: libjpeg gives CMYK as stored; convert like TensorFlow's jpeg_mem.cc. Adobe files
+  // store inverted values (255 = no ink), so R = C*K/255; other files R = (255-C)(255-K)/255.
+  std::vector<uint8_t> cmyk(static_cast<size_t>(height) * width * 4);
+  if (tjDecompress2(handle, as_bytes(bytes), bytes.size(), cmyk.data(), width, 0, height, TJPF_CMYK,
+                    flags) != 0 &&
+      decode_failed(handle)) {
+    return error("CMYK JPEG decode failed: ", tjGetErrorStr2(handle));
+  }
+  const bool inverted = has_adobe_marker(bytes);
+  const size_t count = static_cast<size_t>(height) * width;
+  for (size_t i = 0; i < count; ++i) {
+    const int k = cmyk[4 * i + 3];
+    for (int c = 0; c < 3; ++c) {
+      const int v = cmyk[4 * i + c];
+      out->pixels[3 * i + c] =
+          static_cast<uint8_t>(inverted ? (k * v) / 255 : (255 - k) * (255 - v) / 255);
+    }
+  }
+  return Status();
+}
+
+struct PngImageFree {
+  void operator()(png_image* image) const { png_image_free(image); }
+};
+
+Status decode_png_into(std::string_view bytes, RgbImage* out) {
+  png_image image;
+  std::memset(&image, 0, sizeof(image));
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size())) {
+    return error("PNG decode failed: ", image.message);
+  }
+  std::unique_ptr<png_image, PngImageFree> guard(&image);
+  // 16-bit samples without gAMA/sRGB are taken as sRGB-encoded and scaled to 8 bits, as
+  // TensorFlow does, rather than treated as linear light.
+  image.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
+  // With alpha we read RGBA and drop A (TensorFlow strips alpha; libpng would composite).
+  const bool has_alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
+  image.format = has_alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB;
+  const int channels = has_alpha ? 4 : 3;
+  out->height = static_cast<int>(image.height);
+  out->width = static_cast<int>(image.width);
+  const size_t count = static_cast<size_t>(image.height) * image.width;
+  std::vector<uint8_t> rgba;
+  uint8_t* target = nullptr;
+  out->pixels.resize(count * 3);
+  if (has_alpha) {
+    rgba.resize(count * 4);
+    target = rgba.data();
+  } else {
+    target = out->pixels.data();
+  }
+  if (!png_image_finish_read(&image, nullptr, target,
+                             static_cast<png_int_32>(image.width) * channels, nullptr)) {
+    return error("PNG decode failed: ", image.message);
+  }
+  if (has_alpha) {
+    for (size_t i = 0; i < count; ++i) std::memcpy(&out->pixels[3 * i], &rgba[4 * i], 3);
+  }
+  return Status();
+}
+
+}  // namespace
+
+ImageFormat sniff_image_format(std::string_view bytes) {
+  if (bytes.size() >= 3 && static_cast<uint8_t>(bytes[0]) == 0xFF &&
+      static_cast<uint8_t>(bytes[1]) == 0xD8 && static_cast<uint8_t>(bytes[2]) == 0xFF) {
+    return ImageFormat::jpeg;
+  }
+  static constexpr char kPngMagic[] = "\x89PNG\r\n\x1a\n";
+  if (bytes.size() >= 8 && bytes.substr(0, 8) == std::string_view(kPngMagic, 8)) {
+    return ImageFormat::png;
+  }
+  return ImageFormat::unknown;
+}
+
+Result<JpegHeader> read_jpeg_header(std::string_view bytes) {
+  tjhandle handle = thread_decompressor();
+  if (handle == nullptr) return error("cannot create a TurboJPEG decompressor");
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  if (tjDecompressHeader3(handle, as_bytes(bytes), bytes.size(), &width, &height, &subsampling,
+                          &colorspace) != 0) {
+    Status failure = error("not a readable JPEG header: ", tjGetErrorStr2(handle));
+    reset_thread_decompressor();
+    return failure;
+  }
+  if (width <= 0 || height <= 0) {  // a truncated header can "succeed" with no frame read
+    reset_thread_decompressor();
+    return error("JPEG header has no frame (", bytes.size(), " bytes)");
+  }
+  JpegHeader header;
+  header.height = height;
+  header.width = width;
+  header.is_cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
+  header.components = colorspace == TJCS_GRAY ? 1 : header.is_cmyk ? 4 : 3;
+  return header;
+}
+
+Status decode_image_into(std::string_view bytes, int scale_denom, RgbImage* out) {
+  switch (sniff_image_format(bytes)) {
+    case ImageFormat::jpeg: return decode_jpeg_into(bytes, scale_denom, out);
+    case ImageFormat::png: return decode_png_into(bytes, out);
+    case ImageFormat::unknown: break;
+  }
+  return error("image is neither JPEG nor PNG (", bytes.size(), " bytes)");
+}
+
+Result<RgbImage> decode_image(std::string_view bytes, int scale_denom) {
+  RgbImage image;
+  IC_RETURN_IF_ERROR(decode_image_into(bytes, scale_denom, &image));
+  return image;
+}
+
+Result<std::string> encode_jpeg(const RgbImage& image, int quality) {
+  if (quality < 1 || quality > 100) return error("JPEG quality must be in [1, 100], got ", quality);
+  if (image.height <= 0 || image.width <= 0 ||
+      image.pixels.size() != static_cast<size_t>(image.height) * image.width * 3) {
+    return error("cannot encode a ", image.height, "x", image.width, " image with ",
+                 image.pixels.size(), " bytes of pixels");
+  }
+  tjhandle handle = thread_compressor();
+  if (handle == nullptr) return error("cannot create a TurboJPEG compressor");
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  const int rc = tjCompress2(handle, image.pixels.data(), image.width, 0, image.height, TJPF_RGB,
+                             &buffer, &size, TJSAMP_420, quality, 0);
+  std::unique_ptr<unsigned char, TjBufferFree> owned(buffer);
+  if (rc != 0) return error("JPEG encode failed: ", tjGetErrorStr2(handle));
+  return std::string(reinterpret_cast<const char*>(buffer), size);
+}
+
+Result<std::string> encode_png(const RgbImage& image) {
+  if (image.height <= 0 || image.width <= 0 ||
+      image.pixels.size() != static_cast<size_t>(image.height) * image.width * 3) {
+    return error("cannot encode a ", image.height, "x", image.width, " image as PNG");
+  }
+  png_image png;
+  std::memset(&png, 0, sizeof(png));
+  png.version = PNG_IMAGE_VERSION;
+  png.width = static_cast<png_uint_32>(image.width);
+  png.height = static_cast<png_uint_32>(image.height);
+  png.format = PNG_FORMAT_RGB;
+  png_alloc_size_t size = 0;
+  if (!png_image_write_to_memory(&png, nullptr, &size, 0, image.pixels.data(), 0, nullptr)) {
+    return error("PNG encode failed: ", png.message);
+  }
+  std::string out(size, '\0');
+  if (!png_image_write_to_memory(&png, out.data(), &size, 0, image.pixels.data(), 0, nullptr)) {
+    return error("PNG encode failed: ", png.message);
+  }
+  out.resize(size);
+  return out;
+}
+
+}  // namespace ic

@@ -1,0 +1,57 @@
+// JPEG and PNG decoding to 8-bit RGB, and JPEG encoding, on libjpeg-turbo (TurboJPEG API) and
+// libpng. Decoding follows TensorFlow's decode_jpeg(channels=3) / decode_png(channels=3):
+// grayscale becomes RGB, CMYK/YCCK JPEGs are converted to RGB with TensorFlow's formula, PNGs of
+// any bit depth and colour type become RGB8 (alpha dropped, as TensorFlow strips it).
+// Every function is thread-safe (each thread keeps its own TurboJPEG handles).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace ic {
+
+// An image as rows of interleaved R,G,B bytes: pixels[(y * width + x) * 3 + c].
+struct RgbImage {
+  int height = 0, width = 0;
+  std::vector<uint8_t> pixels;  // [height, width, 3]
+};
+
+enum class ImageFormat { jpeg, png, unknown };
+
+// Tells JPEG (FF D8 FF) from PNG (89 50 4E 47 0D 0A 1A 0A) by the first bytes, whatever the
+// record's image/format says (ImageNet has a PNG named .JPEG).
+ImageFormat sniff_image_format(std::string_view bytes);
+
+struct JpegHeader {
+  int height = 0, width = 0;
+  int components = 0;    // 1 (gray), 3 (YCbCr/RGB) or 4 (CMYK/YCCK)
+  bool is_cmyk = false;  // CMYK or YCCK colour space
+};
+
+// Reads the frame header only (cheap: no entropy decoding).
+Result<JpegHeader> read_jpeg_header(std::string_view bytes);
+
+// The JPEG scale denominators TurboJPEG can decode at (1/1, 1/2, 1/4, 1/8 are used here).
+// Decoding at 1/d costs roughly 1/d^2 of the IDCT work; the scaled size is ceil(size / d).
+inline int jpeg_scaled_size(int size, int scale_denom) {
+  return (size + scale_denom - 1) / scale_denom;
+}
+
+// Decodes a JPEG or PNG into `out`, reusing its pixel buffer. For JPEG, `scale_denom` in
+// {1, 2, 4, 8} decodes at 1/scale_denom of the size in the DCT domain (cheaper); PNGs are always
+// decoded at full size (check out->height/width). A JPEG that decodes with only warnings (e.g.
+// extraneous bytes) is accepted, as TensorFlow accepts it.
+Status decode_image_into(std::string_view bytes, int scale_denom, RgbImage* out);
+Result<RgbImage> decode_image(std::string_view bytes, int scale_denom = 1);
+
+// Baseline JPEG, 4:2:0 chroma subsampling, quality in [1, 100].
+Result<std::string> encode_jpeg(const RgbImage& image, int quality);
+
+// 8-bit RGB PNG (used by tests and the converter's PNG fix-up checks).
+Result<std::string> encode_png(const RgbImage& image);
+
+}  // namespace ic

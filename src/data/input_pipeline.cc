@@ -1,0 +1,330 @@
+#include "data/input_pipeline.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "data/example.h"
+#include "data/record_stream.h"
+
+namespace ic {
+namespace {
+
+constexpr size_t kMaxUndecodableExamples = 20;
+constexpr uint64_t kRecordStream = 0x7265636F;  // "reco"
+
+// A batch being filled: rows are handed to workers as records arrive; it is complete when the
+// reader has sealed it and every row is done.
+struct InFlight {
+  std::unique_ptr<Batch> batch;
+  int64_t remaining = 0;    // rows not yet written
+  bool sealed = false;      // the reader has assigned every row
+  std::vector<uint8_t> ok;  // per row: 1 = a decoded record, 0 = padding or a failure
+  bool complete() const { return sealed && remaining == 0; }
+};
+
+struct WorkItem {
+  std::string record;
+  std::string source;
+  uint64_t stream_index = 0;
+  std::shared_ptr<InFlight> target;
+  int64_t row = 0;
+};
+
+}  // namespace
+
+struct InputPipeline::State {
+  InputOptions options;
+  PreprocessOptions preprocess;
+  std::vector<std::string> files;
+  uint64_t seed = 0;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;  // every state change below notifies all waiters
+  bool stop = false;
+  bool reader_done = false;  // no more work items or batches will come
+  Status error;              // from the reader; reported once the good batches are out
+  std::vector<std::unique_ptr<Batch>> free_batches;
+  std::deque<std::shared_ptr<InFlight>> pending;  // in stream order
+  std::deque<WorkItem> work;
+  size_t work_capacity = 0;
+  Stats stats;                         // corrupt count: unparsable tf.Examples only
+  int64_t stream_corrupt_records = 0;  // bad framing or CRC, counted by the reader
+
+  std::thread reader;
+  std::vector<std::thread> workers;
+
+  size_t image_floats() const { return static_cast<size_t>(options.height) * options.width * 3; }
+  void run_reader();
+  void run_worker();
+  bool process(const WorkItem& item, PreprocessScratch* scratch, int32_t* label);
+};
+
+Result<std::vector<std::string>> list_input_files(const std::string& data_dir, bool training,
+                                                  int shard_index, int num_shards) {
+  if (num_shards < 1 || shard_index < 0 || shard_index >= num_shards) {
+    return error("shard ", shard_index, " of ", num_shards, " is not a valid input shard");
+  }
+  const std::string prefix = training ? "train-" : "validation-";
+  std::error_code ec;
+  std::vector<std::string> all;
+  for (const auto& entry : std::filesystem::directory_iterator(data_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && entry.is_regular_file()) all.push_back(entry.path().string());
+  }
+  if (ec) return error("cannot list --data_dir ", data_dir, ": ", ec.message());
+  std::sort(all.begin(), all.end());
+  std::vector<std::string> mine;
+  for (size_t i = static_cast<size_t>(shard_index); i < all.size(); i += num_shards) {
+    mine.push_back(all[i]);
+  }
+  if (mine.empty()) {
+    return error("no ", prefix, "* files for input shard ", shard_index, " of ", num_shards, " in ",
+                 data_dir, " (", all.size(), " found in all)");
+  }
+  return mine;
+}
+
+Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions& options) {
+  if (options.batch_size < 1) return error("batch size must be positive, got ", options.batch_size);
+  if (options.height < 1 || options.width < 1) {
+    return error("image size must be positive, got ", options.height, "x", options.width);
+  }
+  if (options.num_threads < 1) return error("num_threads must be >= 1, got ", options.num_threads);
+  IC_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                      list_input_files(options.data_dir, options.training, options.shard_index,
+                                       options.num_shards));
+  auto state = std::make_shared<State>();
+  state->options = options;
+  state->files = std::move(files);
+  PreprocessOptions& pre = state->preprocess;
+  pre.kind = options.preprocessing;
+  pre.training = options.training;
+  pre.height = options.height;
+  pre.width = options.width;
+  pre.vgg_resize_side_min = options.vgg_resize_side_min;
+  pre.vgg_resize_side_max = options.vgg_resize_side_max;
+  uint64_t seed = options.seed;
+  if (!options.deterministic)
+    seed ^= (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  // Each data-parallel shard gets its own streams of random numbers.
+  state->seed = mix64(seed ^ mix64(static_cast<uint64_t>(options.shard_index) + 1));
+  const int pool_size = std::max(options.prefetch_batches, 1) + 2;
+  for (int i = 0; i < pool_size; ++i) {
+    auto batch = std::make_unique<Batch>();
+    batch->size = options.batch_size;
+    batch->height = options.height;
+    batch->width = options.width;
+    batch->images.resize(static_cast<size_t>(options.batch_size) * state->image_floats());
+    batch->labels.resize(static_cast<size_t>(options.batch_size));
+    state->free_batches.push_back(std::move(batch));
+  }
+  state->work_capacity = static_cast<size_t>(options.num_threads) * 4;
+  state->reader = std::thread([s = state.get()] { s->run_reader(); });
+  for (int i = 0; i < options.num_threads; ++i) {
+    state->workers.emplace_back([s = state.get()] { s->run_worker(); });
+  }
+  return std::unique_ptr<InputPipeline>(new InputPipeline(std::move(state)));
+}
+
+InputPipeline::InputPipeline(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+InputPipeline::~InputPipeline() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
+  }
+  state_->cv.notify_all();
+  state_->reader.join();
+  for (std::thread& worker : state_->workers) worker.join();
+}
+
+void InputPipeline::State::run_reader() {
+  RecordStreamOptions stream_options;
+  stream_options.repeat_and_shuffle_files = options.training;
+  stream_options.cycle_length = options.num_files_infeed;
+  stream_options.shuffle_buffer = options.training ? options.shuffle_buffer : 0;
+  stream_options.skip_corrupt_records = options.skip_corrupt_records;
+  stream_options.seed = seed;
+  RecordStream stream(files, stream_options);
+  const int64_t limit = options.training ? 0 : options.max_eval_images;
+  uint64_t stream_index = 0;
+  Status failure;
+  bool end = false;
+  while (!end) {
+    std::shared_ptr<InFlight> flight = std::make_shared<InFlight>();
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stop || !free_batches.empty(); });
+      if (stop) break;
+      flight->batch = std::move(free_batches.back());
+      free_batches.pop_back();
+      flight->remaining = options.batch_size;
+      flight->ok.assign(static_cast<size_t>(options.batch_size), 0);
+      pending.push_back(flight);
+    }
+    int64_t row = 0;
+    for (; row < options.batch_size; ++row) {
+      WorkItem item;
+      Result<bool> got = (limit > 0 && static_cast<int64_t>(stream_index) >= limit)
+                             ? Result<bool>(false)
+                             : stream.next(&item.record, &item.source);
+      if (!got.ok() || !*got) {
+        if (!got.ok()) failure = got.status();
+        end = true;
+        break;
+      }
+      item.stream_index = stream_index++;
+      item.target = flight;
+      item.row = row;
+      std::unique_lock<std::mutex> lock(mu);
+      ++stats.records;
+      stream_corrupt_records = stream.corrupt_records();
+      cv.wait(lock, [&] { return stop || work.size() < work_capacity; });
+      if (stop) return;
+      work.push_back(std::move(item));
+      cv.notify_all();
+    }
+    // Padding for the rest of a last partial batch: zero images labelled -1.
+    Batch& batch = *flight->batch;
+    const size_t image_floats_count = image_floats();
+    std::fill(batch.images.begin() + static_cast<std::ptrdiff_t>(row * image_floats_count),
+              batch.images.end(), 0.0f);
+    std::fill(batch.labels.begin() + row, batch.labels.end(), -1);
+    std::lock_guard<std::mutex> lock(mu);
+    flight->remaining -= options.batch_size - row;
+    flight->sealed = true;
+    if (row == 0) {  // nothing was read into it: not a batch
+      pending.pop_back();
+      free_batches.push_back(std::move(flight->batch));
+    }
+    cv.notify_all();
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  stream_corrupt_records = stream.corrupt_records();
+  if (!failure.ok()) error = failure;
+  reader_done = true;
+  cv.notify_all();
+}
+
+// Parses, decodes and preprocesses one record into its row. False when the record is corrupt or
+// its image does not decode (counted and named in the stats).
+bool InputPipeline::State::process(const WorkItem& item, PreprocessScratch* scratch,
+                                   int32_t* label) {
+  Result<ImageExample> example = decode_image_example(item.record);
+  if (!example.ok()) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++stats.corrupt_records_skipped;
+    return false;
+  }
+  std::vector<BoundingBox> boxes;
+  if (options.use_annotated_bbox && options.training) {
+    const size_t count = std::min({example->bbox_ymin.size(), example->bbox_xmin.size(),
+                                   example->bbox_ymax.size(), example->bbox_xmax.size()});
+    for (size_t i = 0; i < count; ++i) {
+      boxes.push_back(BoundingBox{example->bbox_ymin[i], example->bbox_xmin[i],
+                                  example->bbox_ymax[i], example->bbox_xmax[i]});
+    }
+  }
+  Rng rng(mix64(seed ^ kRecordStream), item.stream_index);
+  float* out = item.target->batch->images.data() + static_cast<size_t>(item.row) * image_floats();
+  const Status status = preprocess_image(example->encoded, boxes, preprocess, rng, scratch, out);
+  if (!status.ok()) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++stats.undecodable_images_skipped;
+    if (stats.undecodable_examples.size() < kMaxUndecodableExamples) {
+      stats.undecodable_examples.push_back(
+          item.source + ": " + (example->filename.empty() ? "record" : example->filename) + " (" +
+          status.message() + ")");
+    }
+    return false;
+  }
+  *label = static_cast<int32_t>(example->label);
+  return true;
+}
+
+void InputPipeline::State::run_worker() {
+  PreprocessScratch scratch;
+  while (true) {
+    WorkItem item;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stop || !work.empty() || reader_done; });
+      if (stop || work.empty()) return;
+      item = std::move(work.front());
+      work.pop_front();
+      cv.notify_all();  // room in the work queue for the reader
+    }
+    int32_t label = -1;
+    const bool ok = process(item, &scratch, &label);
+    std::lock_guard<std::mutex> lock(mu);
+    InFlight& flight = *item.target;
+    flight.batch->labels[static_cast<size_t>(item.row)] = ok ? label : -1;
+    flight.ok[static_cast<size_t>(item.row)] = ok ? 1 : 0;
+    --flight.remaining;
+    if (flight.complete()) cv.notify_all();
+  }
+}
+
+Result<std::shared_ptr<const Batch>> InputPipeline::next() {
+  State& s = *state_;
+  std::shared_ptr<InFlight> flight;
+  {
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.cv.wait(lock, [&] {
+      return (!s.pending.empty() && s.pending.front()->complete()) ||
+             (s.pending.empty() && s.reader_done);
+    });
+    if (s.pending.empty()) {
+      if (!s.error.ok()) return s.error;
+      return std::shared_ptr<const Batch>();  // end of the eval epoch
+    }
+    flight = std::move(s.pending.front());
+    s.pending.pop_front();
+  }
+  std::unique_ptr<Batch> batch = std::move(flight->batch);
+  const size_t image_floats = s.image_floats();
+  int64_t valid = 0;
+  for (uint8_t ok : flight->ok) valid += ok;
+  if (s.options.training && valid < batch->size) {
+    // Training batches are always full: a row whose image failed takes a copy of a good row.
+    if (valid == 0) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.free_batches.push_back(std::move(batch));
+      s.cv.notify_all();
+      return error("no image of a training batch could be decoded (see the skipped-image count)");
+    }
+    int64_t good = 0;
+    for (int64_t row = 0; row < batch->size; ++row) {
+      if (flight->ok[static_cast<size_t>(row)]) continue;
+      while (!flight->ok[static_cast<size_t>(good)]) ++good;
+      std::memcpy(batch->images.data() + row * image_floats,
+                  batch->images.data() + good * image_floats, image_floats * sizeof(float));
+      batch->labels[static_cast<size_t>(row)] = batch->labels[static_cast<size_t>(good)];
+    }
+    valid = batch->size;
+  }
+  batch->valid = valid;
+  std::shared_ptr<State> owner = state_;
+  return std::shared_ptr<const Batch>(batch.release(), [owner](const Batch* returned) {
+    std::lock_guard<std::mutex> lock(owner->mu);
+    owner->free_batches.emplace_back(const_cast<Batch*>(returned));
+    owner->cv.notify_all();
+  });
+}
+
+InputPipeline::Stats InputPipeline::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  Stats stats = state_->stats;
+  stats.corrupt_records_skipped += state_->stream_corrupt_records;
+  return stats;
+}
+
+const std::vector<std::string>& InputPipeline::files() const { return state_->files; }
+
+}  // namespace ic

@@ -1,0 +1,93 @@
+// The threaded input pipeline: TFRecord shards of tf.Example ImageNet records in, batches of
+// preprocessed NHWC float images out (facts §1.9).
+//
+// Training: the shard files (`train-*`, every num_shards-th from shard_index) in a new shuffled
+// order each epoch, repeated forever; num_files_infeed files read interleaved one record at a
+// time; a shuffle buffer of records; decode + Inception/VGG training preprocessing on
+// num_threads workers. Eval: `validation-*` files in sorted order, one epoch, every record once;
+// the last partial batch is padded with rows labelled -1.
+//
+// Reproducibility: the record stream (file order, interleave, shuffle) is a function of the seed,
+// and each record's preprocessing draws from an Rng seeded by (seed, position in the stream), so
+// with deterministic=true the same seed gives the same batches whatever the thread timing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "data/preprocessing.h"
+
+namespace ic {
+
+struct InputOptions {
+  std::string data_dir;
+  bool training = true;
+  int64_t batch_size = 32;
+  int height = 299, width = 299;
+  PreprocessOptions::Kind preprocessing = PreprocessOptions::Kind::inception;
+  bool use_annotated_bbox = false;  // crop around image/object/bbox/* when a record has them
+  int num_threads = 2;              // decode + preprocess workers
+  uint64_t seed = 0;
+  bool deterministic = true;            // false: the seed is mixed with a random device
+  int shard_index = 0, num_shards = 1;  // data-parallel worker i of n takes files i, i+n, ...
+  bool skip_corrupt_records = true;     // false: a corrupt record is an error from next()
+  int num_files_infeed = 8;             // files read interleaved
+  int shuffle_buffer = 1000;            // records (training only)
+  int prefetch_batches = 2;             // batches prepared ahead of the consumer
+  int64_t max_eval_images = 0;          // eval: stop after this many records (0 = all)
+  int vgg_resize_side_min = 300, vgg_resize_side_max = 600;
+};
+
+// One batch. Rows whose label is -1 are padding (eval's last batch) or images that could not be
+// decoded in eval; they must be masked out of metrics. `valid` counts the other rows.
+struct Batch {
+  int64_t size = 0;
+  int64_t valid = 0;
+  int height = 0, width = 0;
+  std::vector<float> images;    // [size, height, width, 3]
+  std::vector<int32_t> labels;  // [size]
+};
+
+// Anything that hands out batches: the real pipeline or fake data.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // The next batch; nullptr at the end of an eval epoch. A returned batch stays valid for as long
+  // as the caller holds it and goes back to the source's pool when released.
+  virtual Result<std::shared_ptr<const Batch>> next() = 0;
+};
+
+class InputPipeline final : public BatchSource {
+ public:
+  struct Stats {
+    int64_t records = 0;                            // records read
+    int64_t corrupt_records_skipped = 0;            // bad framing/CRC or unparsable tf.Example
+    int64_t undecodable_images_skipped = 0;         // image bytes that did not decode
+    std::vector<std::string> undecodable_examples;  // "file: image/filename (why)", first few
+  };
+
+  // Finds the files and starts the threads. Errors: no matching files, bad options.
+  static Result<std::unique_ptr<InputPipeline>> create(const InputOptions& options);
+  // Stops every thread, even mid-epoch, and waits for them.
+  ~InputPipeline() override;
+
+  Result<std::shared_ptr<const Batch>> next() override;
+  Stats stats() const;
+  const std::vector<std::string>& files() const;  // this shard's files, sorted
+
+  struct State;  // shared with the threads
+
+ private:
+  explicit InputPipeline(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+// The sorted `train-*` or `validation-*` files of data_dir, then every num_shards-th from
+// shard_index. Error when there are none.
+Result<std::vector<std::string>> list_input_files(const std::string& data_dir, bool training,
+                                                  int shard_index, int num_shards);
+
+}  // namespace ic

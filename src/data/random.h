@@ -1,0 +1,52 @@
+// A small, fast, seedable random generator for the input pipeline. Each record gets its own
+// generator seeded from (pipeline seed, stream position), so results do not depend on which
+// worker thread happens to process it.
+#pragma once
+
+#include <cstdint>
+
+namespace ic {
+
+// SplitMix64 finaliser: a good 64-bit mix, used to derive independent seeds.
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// xoshiro256** (Blackman & Vigna): 256-bit state, passes BigCrush, a few ns per draw.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed, uint64_t stream = 0) {
+    uint64_t s = mix64(seed) ^ mix64(stream + 0x632BE59BD9B4E019ull);
+    for (uint64_t& word : state_) word = s = mix64(s);
+  }
+
+  uint64_t next_u64() {
+    const uint64_t result = rotl(state_[1] * 5, 7) * 9;
+    const uint64_t t = state_[1] << 17;
+    state_[2] ^= state_[0];
+    state_[3] ^= state_[1];
+    state_[1] ^= state_[2];
+    state_[0] ^= state_[3];
+    state_[2] ^= t;
+    state_[3] = rotl(state_[3], 45);
+    return result;
+  }
+  // Uniform in [0, 1) with 24 random bits, like TensorFlow's float draws.
+  float uniform_float() { return static_cast<float>(next_u64() >> 40) * (1.0f / 16777216.0f); }
+  // Uniform in [lo, hi).
+  float uniform(float lo, float hi) { return lo + (hi - lo) * uniform_float(); }
+  // Uniform integer in [0, n) for n > 0 (Lemire's multiply-shift; bias < 2^-32 for our n).
+  uint32_t uniform_int(uint32_t n) {
+    return static_cast<uint32_t>(((next_u64() >> 32) * static_cast<uint64_t>(n)) >> 32);
+  }
+  bool coin() { return (next_u64() >> 63) != 0; }
+
+ private:
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t state_[4];
+};
+
+}  // namespace ic

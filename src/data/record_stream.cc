@@ -1,0 +1,95 @@
+#include "data/record_stream.h"
+
+#include <numeric>
+#include <utility>
+
+namespace ic {
+namespace {
+constexpr uint64_t kFileOrderStream = 0x66696C65;  // "file"
+constexpr uint64_t kShuffleStream = 0x73687566;    // "shuf"
+}  // namespace
+
+RecordStream::RecordStream(std::vector<std::string> files, const RecordStreamOptions& options)
+    : files_(std::move(files)),
+      options_(options),
+      shuffle_rng_(mix64(options.seed ^ kShuffleStream)) {
+  order_.resize(files_.size());
+  std::iota(order_.begin(), order_.end(), size_t{0});
+  if (options_.repeat_and_shuffle_files) order_pos_ = order_.size();  // shuffle before first use
+  if (options_.cycle_length < 1) options_.cycle_length = 1;
+}
+
+std::optional<std::string> RecordStream::next_file() {
+  if (order_.empty()) return std::nullopt;
+  if (order_pos_ == order_.size()) {
+    if (!options_.repeat_and_shuffle_files) return std::nullopt;
+    // A new epoch: a new order of the files (Fisher-Yates with the epoch's own generator).
+    std::iota(order_.begin(), order_.end(), size_t{0});
+    Rng rng(mix64(options_.seed ^ kFileOrderStream), static_cast<uint64_t>(epoch_++));
+    for (size_t i = order_.size(); i > 1; --i) {
+      std::swap(order_[i - 1], order_[rng.uniform_int(static_cast<uint32_t>(i))]);
+    }
+    order_pos_ = 0;
+  }
+  return files_[order_[order_pos_++]];
+}
+
+Result<bool> RecordStream::next_interleaved(std::string* record, std::string* source) {
+  while (true) {
+    // Keep cycle_length files open while there are files left.
+    while (static_cast<int>(slots_.size()) < options_.cycle_length) {
+      std::optional<std::string> path = next_file();
+      if (!path) break;
+      IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(*path));
+      slots_.push_back(Slot{std::move(reader), *path});
+    }
+    if (slots_.empty()) return false;
+    if (slot_pos_ >= slots_.size()) slot_pos_ = 0;
+    Slot& slot = slots_[slot_pos_];
+    Result<bool> got = slot.reader.read(record);
+    if (!got.ok()) {
+      if (!options_.skip_corrupt_records) return got.status();
+      ++corrupt_records_;
+      if (slot.reader.skip_corrupt()) continue;  // same file, next record
+      got = false;                               // the rest of the file is unreadable
+    }
+    if (!*got) {
+      // End of this file: the next file takes its place in the cycle (opened above).
+      slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(slot_pos_));
+      if (std::optional<std::string> path = next_file()) {
+        IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(*path));
+        slots_.insert(slots_.begin() + static_cast<std::ptrdiff_t>(slot_pos_),
+                      Slot{std::move(reader), *path});
+      }
+      continue;
+    }
+    *source = slot.path;
+    slot_pos_ = (slot_pos_ + 1) % slots_.size();
+    return true;
+  }
+}
+
+Result<bool> RecordStream::next(std::string* record, std::string* source) {
+  if (options_.shuffle_buffer <= 1) return next_interleaved(record, source);
+  // tf.data's shuffle: fill the buffer, then hand out a uniformly chosen element and put the
+  // next input record in its place.
+  const size_t capacity = static_cast<size_t>(options_.shuffle_buffer);
+  while (!input_done_ && buffer_.size() < capacity) {
+    Buffered item;
+    IC_ASSIGN_OR_RETURN(const bool got, next_interleaved(&item.record, &item.source));
+    if (!got) {
+      input_done_ = true;
+      break;
+    }
+    buffer_.push_back(std::move(item));
+  }
+  if (buffer_.empty()) return false;
+  const size_t pick = shuffle_rng_.uniform_int(static_cast<uint32_t>(buffer_.size()));
+  *record = std::move(buffer_[pick].record);
+  *source = std::move(buffer_[pick].source);
+  if (pick != buffer_.size() - 1) buffer_[pick] = std::move(buffer_.back());
+  buffer_.pop_back();
+  return true;
+}
+
+}  // namespace ic

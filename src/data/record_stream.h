@@ -1,0 +1,65 @@
+// The ordered stream of serialized records that feeds the input pipeline, before any decoding:
+// files (shuffled per epoch and repeated when training), read interleaved, then (training) a
+// shuffle buffer -- tf.data's list_files -> repeat -> parallel_interleave -> shuffle, made
+// deterministic for a given seed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "data/random.h"
+#include "io/tfrecord.h"
+
+namespace ic {
+
+struct RecordStreamOptions {
+  bool repeat_and_shuffle_files = false;  // training: new file order each epoch, forever
+  int cycle_length = 8;                   // files open at once, one record from each in turn
+  int shuffle_buffer = 0;                 // records; 0 or 1 = keep the interleaved order
+  bool skip_corrupt_records = true;
+  uint64_t seed = 0;
+};
+
+class RecordStream {
+ public:
+  RecordStream(std::vector<std::string> files, const RecordStreamOptions& options);
+
+  // The next record and the file it came from. Returns false at the end (never when
+  // repeating). A corrupt record is skipped and counted, or returned as the error when
+  // skip_corrupt_records is false; a file that cannot be opened is always an error.
+  Result<bool> next(std::string* record, std::string* source);
+
+  int64_t corrupt_records() const { return corrupt_records_; }
+  int64_t file_passes_started() const { return epoch_; }
+
+ private:
+  struct Slot {
+    TfRecordReader reader;
+    std::string path;
+  };
+  struct Buffered {
+    std::string record;
+    std::string source;
+  };
+
+  // The next file to open, or nullopt when the list is exhausted (no repeat).
+  std::optional<std::string> next_file();
+  Result<bool> next_interleaved(std::string* record, std::string* source);
+
+  std::vector<std::string> files_;
+  RecordStreamOptions options_;
+  std::vector<size_t> order_;
+  size_t order_pos_ = 0;
+  int64_t epoch_ = 0;
+  std::vector<Slot> slots_;
+  size_t slot_pos_ = 0;
+  bool input_done_ = false;
+  std::vector<Buffered> buffer_;
+  Rng shuffle_rng_;
+  int64_t corrupt_records_ = 0;
+};
+
+}  // namespace ic
