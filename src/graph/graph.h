@@ -25,6 +25,8 @@ struct ParamInit {
     ones,
     variance_scaling,  // TF variance_scaling_initializer(): truncated normal, scale 2, fan_in
     truncated_normal,  // N(0, stddev) truncated at 2 stddev
+    glorot_uniform,    // TF xavier_initializer() (slim.fully_connected's default):
+                       // U(-l, l), l = sqrt(6 / (fan_in + fan_out))
   };
   Kind kind = Kind::zeros;
   float stddev = 0.f;

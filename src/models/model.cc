@@ -1,0 +1,122 @@
+#include "models/model.h"
+
+#include <cmath>
+
+#include "models/slim_layers.h"
+
+namespace ic {
+namespace {
+
+using models::NetworkOutputs;
+
+bool is_known(const std::string& name) {
+  for (const std::string& known : model_names())
+    if (known == name) return true;
+  return false;
+}
+
+std::string known_names() {
+  std::string list;
+  for (const std::string& known : model_names()) list += (list.empty() ? "" : ", ") + known;
+  return list;
+}
+
+bool side_fits(const ModelOptions& o, int64_t side) {
+  if (o.name == "inception_v3") return models::inception_v3_side_fits(side, o.aux_logits);
+  if (o.name == "inception_v4") return models::inception_v4_side_fits(side);
+  return models::resnet50_side_fits(side);
+}
+
+// Checks every option but the image size; the message names the option and what it allows.
+Status check_options(const ModelOptions& o) {
+  if (!is_known(o.name)) return error("unknown model '", o.name, "' (known: ", known_names(), ")");
+  if (o.batch_size < 1) return error(o.name, ": batch_size must be >= 1, got ", o.batch_size);
+  if (o.num_classes < 2) return error(o.name, ": num_classes must be >= 2, got ", o.num_classes);
+  if (!(o.depth_multiplier > 0.f) || !std::isfinite(o.depth_multiplier))
+    return error(o.name, ": depth_multiplier must be greater than zero, got ", o.depth_multiplier);
+  if (o.min_depth < 1) return error(o.name, ": min_depth must be >= 1, got ", o.min_depth);
+  if (!(o.dropout_keep_prob > 0.f && o.dropout_keep_prob <= 1.f))
+    return error(o.name, ": dropout_keep_prob must be in (0, 1], got ", o.dropout_keep_prob);
+  if (!(o.batch_norm_decay >= 0.f && o.batch_norm_decay < 1.f))
+    return error(o.name, ": batch_norm_decay must be in [0, 1), got ", o.batch_norm_decay);
+  if (!(o.batch_norm_epsilon > 0.f))
+    return error(o.name, ": batch_norm_epsilon must be > 0, got ", o.batch_norm_epsilon);
+  if (!(o.label_smoothing >= 0.f && o.label_smoothing <= 1.f))
+    return error(o.name, ": label_smoothing must be in [0, 1], got ", o.label_smoothing);
+  if (!(o.aux_loss_weight >= 0.f) || !std::isfinite(o.aux_loss_weight))
+    return error(o.name, ": aux_loss_weight must be >= 0, got ", o.aux_loss_weight);
+  if (o.compute == DType::i32) return error(o.name, ": compute type must be f32 or bf16");
+  return Status();
+}
+
+}  // namespace
+
+std::vector<std::string> model_names() { return {"inception_v3", "inception_v4", "resnet50"}; }
+
+Result<ModelOptions> default_model_options(const std::string& name) {
+  if (!is_known(name)) return error("unknown model '", name, "' (known: ", known_names(), ")");
+  ModelOptions o;
+  o.name = name;
+  if (name == "inception_v4") o.batch_norm_decay = 0.995f;
+  if (name == "resnet50") {
+    o.height = o.width = 224;
+    o.num_classes = 1000;
+    o.aux_logits = false;
+    o.batch_norm_decay = 0.9f;  // torchvision momentum 0.1
+    o.batch_norm_epsilon = 1e-5f;
+    o.label_smoothing = 0.f;
+  }
+  return o;
+}
+
+Result<ImageSideRange> supported_image_sides(const ModelOptions& options) {
+  if (!is_known(options.name))
+    return error("unknown model '", options.name, "' (known: ", known_names(), ")");
+  // The networks' grids are integer chains; scanning sides is cheap and needs no algebra.
+  constexpr int kScanLimit = 4096;
+  ImageSideRange range{0, 0};
+  for (int side = 1; side <= kScanLimit; ++side) {
+    if (!side_fits(options, side)) continue;
+    if (range.min == 0) range.min = side;
+    range.max = side;
+  }
+  if (range.max == kScanLimit) range.max = ImageSideRange{}.max;  // no upper limit
+  return range;
+}
+
+Result<Graph> build_model(const ModelOptions& options) {
+  IC_RETURN_IF_ERROR(check_options(options));
+  IC_ASSIGN_OR_RETURN(const ImageSideRange range, supported_image_sides(options));
+  for (const auto& [what, side] : {std::pair{"height", options.height}, {"width", options.width}}) {
+    if (side >= range.min && side <= range.max && side_fits(options, side)) continue;
+    const std::string upper =
+        range.max == ImageSideRange{}.max ? "" : " to " + std::to_string(range.max);
+    const char* aux = options.name == "inception_v3" && options.aux_logits ? " with AuxLogits" : "";
+    return error(options.name, aux, " takes image sides from ", range.min, upper, ", got ", what,
+                 " ", side);
+  }
+
+  GraphBuilder builder(options.training);
+  const ValueId images =
+      builder.images(Shape{options.batch_size, options.height, options.width, 3});
+  const ValueId labels = options.build_losses ? builder.labels(options.batch_size) : kNone;
+
+  NetworkOutputs out;
+  if (options.name == "inception_v3") out = models::build_inception_v3(builder, images, options);
+  if (options.name == "inception_v4") out = models::build_inception_v4(builder, images, options);
+  if (options.name == "resnet50") out = models::build_resnet50(builder, images, options);
+  builder.set_logits(out.logits);
+
+  // The reference's loss terms, main first: softmax cross-entropy with label smoothing on the
+  // logits (weight 1) and on AuxLogits (weight 0.4 by default).
+  if (options.build_losses) {
+    builder.softmax_cross_entropy(out.logits, labels, options.label_smoothing, 1.f,
+                                  "losses/softmax_cross_entropy");
+    if (out.aux_logits != kNone)
+      builder.softmax_cross_entropy(out.aux_logits, labels, options.label_smoothing,
+                                    options.aux_loss_weight, "losses/aux_softmax_cross_entropy");
+  }
+  return builder.finish();
+}
+
+}  // namespace ic

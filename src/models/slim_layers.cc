@@ -1,0 +1,108 @@
+#include "models/slim_layers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace ic::models {
+
+SlimLayers::SlimLayers(GraphBuilder& builder, const ModelOptions& options, std::string scope,
+                       bool batch_norm_gamma)
+    : builder_(builder),
+      options_(options),
+      scope_(std::move(scope)),
+      batch_norm_gamma_(batch_norm_gamma),
+      // The flag value is a decimal typed by a user; TF-slim multiplies by the Python double
+      // of that decimal. Rounding the float back to 6 decimals recovers that double, so
+      // int(d * 0.3) truncates as it does in Python (0.3f alone is slightly above 0.3).
+      depth_multiplier_(std::round(static_cast<double>(options.depth_multiplier) * 1e6) / 1e6) {}
+
+int64_t SlimLayers::depth(int64_t d) const {
+  const auto scaled = static_cast<int64_t>(static_cast<double>(d) * depth_multiplier_);
+  return std::max<int64_t>(scaled, options_.min_depth);
+}
+
+ValueId SlimLayers::conv(ValueId x, int64_t filters, Kernel kernel, const std::string& name,
+                         const LayerArgs& args) {
+  GraphBuilder::ConvOptions conv;
+  conv.filters = filters;
+  conv.kernel_h = kernel.h;
+  conv.kernel_w = kernel.w;
+  conv.stride = stride(args);
+  conv.padding = padding(args);
+  conv.bias = false;
+  if (args.init_override) conv.init = *args.init_override;
+  conv.compute = options_.compute;
+  const ValueId y = builder_.conv2d(x, conv, full(name));
+
+  GraphBuilder::BatchNormOptions bn;
+  bn.decay = options_.batch_norm_decay;
+  bn.epsilon = options_.batch_norm_epsilon;
+  bn.gamma = batch_norm_gamma_;
+  bn.relu = args.relu_after;
+  return builder_.batch_norm(y, bn, full(name));
+}
+
+ValueId SlimLayers::conv_logits(ValueId x, int64_t filters, Kernel kernel, const std::string& name,
+                                ParamInit init, const LayerArgs& args) {
+  GraphBuilder::ConvOptions conv;
+  conv.filters = filters;
+  conv.kernel_h = kernel.h;
+  conv.kernel_w = kernel.w;
+  conv.stride = stride(args);
+  conv.padding = padding(args);
+  conv.bias = true;
+  conv.init = init;
+  conv.compute = options_.compute;
+  return builder_.conv2d(x, conv, full(name));
+}
+
+ValueId SlimLayers::max_pool(ValueId x, int kernel, const std::string& name,
+                             const LayerArgs& args) {
+  return builder_.max_pool(x, kernel, stride(args), padding(args), full(name));
+}
+
+ValueId SlimLayers::avg_pool(ValueId x, Kernel kernel, const std::string& name,
+                             const LayerArgs& args) {
+  return builder_.avg_pool(x, kernel.h, kernel.w, stride(args), padding(args), full(name));
+}
+
+ValueId SlimLayers::concat(const std::vector<ValueId>& xs, const std::string& name) {
+  return builder_.concat(xs, full(name));
+}
+
+ValueId SlimLayers::dropout(ValueId x, const std::string& name) {
+  return builder_.dropout(x, options_.dropout_keep_prob, full(name));
+}
+
+ValueId SlimLayers::dense(ValueId x, int64_t units, ParamInit init, const std::string& name) {
+  return builder_.dense(x, units, init, full(name));
+}
+
+ValueId SlimLayers::flatten(ValueId x, const std::string& name) {
+  const Shape s = shape(x);
+  return builder_.reshape(x, Shape{s.n(), s.h() * s.w() * s.c()}, full(name));
+}
+
+ValueId SlimLayers::add_relu(ValueId a, ValueId b, const std::string& name) {
+  return builder_.add(a, b, /*relu=*/true, full(name));
+}
+
+ValueId SlimLayers::global_avg_pool(ValueId x, const std::string& name) {
+  return builder_.global_avg_pool(x, full(name));
+}
+
+ValueId SlimLayers::endpoint(const std::string& name, ValueId x) {
+  builder_.endpoint(name, x);
+  return x;
+}
+
+int64_t valid_side(int64_t in, int kernel, int stride) {
+  return in >= kernel ? tf_output_size(in, kernel, stride, Padding::valid) : 0;
+}
+
+std::string kernel_name(const std::string& prefix, Kernel kernel) {
+  return prefix + "_" + std::to_string(kernel.h) + "x" + std::to_string(kernel.w);
+}
+
+}  // namespace ic::models
