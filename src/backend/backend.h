@@ -66,6 +66,14 @@ class OpKernel {
   virtual ~OpKernel() = default;
   virtual size_t workspace_bytes() const { return 0; }
   virtual size_t saved_bytes() const { return 0; }
+  // What backward reads besides output_grads, params and saved: the graph keeps those
+  // buffers alive from forward until this kernel's backward. The default keeps both; a
+  // kernel that says less lets the memory planner reuse the bytes sooner.
+  struct BackwardReads {
+    bool inputs = true;
+    bool outputs = true;
+  };
+  virtual BackwardReads backward_reads() const { return {}; }
   // Called once, after memory planning, before the first forward.
   virtual Status bind(const OpBindings& bindings) = 0;
   virtual void forward(const StepContext& ctx) = 0;
@@ -112,12 +120,30 @@ class Backend {
   virtual void sgd_update(const OptimizerArgs& args) = 0;
   // shadow -= (1-decay)*(shadow - value)
   virtual void ema_update(float* shadow, const float* value, size_t count, float decay) = 0;
+
+  // Errors and step capture (CUDA) -----------------------------------------------------
+  // The first failure of an asynchronous call (a kernel launch, a cuDNN call inside
+  // forward()) since the backend was made; CPU backends fail synchronously and stay OK.
+  virtual Status status() { return Status(); }
+  // Step capture (CUDA graphs): the calls between begin_capture() and end_capture() are
+  // recorded, not run; replay(ctx) runs the recording again with ctx's dropout seed, at a
+  // fraction of the launch cost. Pointers and every other argument are frozen at capture.
+  virtual bool supports_capture() const { return false; }
+  virtual Status begin_capture() { return error(description(), ": no step capture"); }
+  virtual Status end_capture() { return error(description(), ": no step capture"); }
+  virtual Status replay(const StepContext& ctx) {
+    (void)ctx;
+    return error(description(), ": no step capture");
+  }
 };
 
 struct BackendOptions {
   DeviceKind kind = DeviceKind::cpu;
   int device_index = 0;  // cuda:N
   int num_threads = 0;   // cpu: 0 = all cores
+  // cuda: float32 convolutions and GEMMs may use TF32 tensor cores (PyTorch's cuDNN
+  // default). Off gives IEEE float32 products (the tests compare against the CPU with it off).
+  bool allow_tf32 = true;
 };
 
 // The backend for `options`, or an error saying why it is unavailable (no GPU, no CUDA build).

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -36,6 +37,8 @@ class CompiledGraph {
   virtual std::vector<const float*> loss_terms() const = 0;
 
   virtual size_t activation_bytes() const = 0;  // the planned activation arena
+  // One line for logs: kernels, fusions, the arena size and the size without reuse.
+  virtual std::string summary() const { return {}; }
 };
 
 }  // namespace ic

@@ -1,0 +1,30 @@
+// Rewrites applied to a Graph before it is compiled. Each pass returns a new graph that
+// computes the same logits and losses with fewer nodes. Value ids are kept (a value that a
+// pass makes unused keeps its slot with producer kNone and no consumers), so endpoints,
+// logits and losses stay valid; node ids change.
+#pragma once
+
+#include "graph/graph.h"
+
+namespace ic {
+
+struct PassStats {
+  int fused_batch_norm_relu = 0;     // Relu nodes folded into the BatchNorm before them
+  int removed_identity_dropout = 0;  // inference dropout nodes removed
+};
+
+// BatchNorm whose output is read only by a Relu (and is not an endpoint, the logits or a
+// loss) becomes BatchNorm{fused_relu = true} writing the Relu's output; the Relu goes.
+Graph fuse_batch_norm_relu(const Graph& graph, PassStats* stats = nullptr);
+
+// Dropout in an inference graph is the identity: its readers read its input instead.
+Graph remove_identity_dropout(const Graph& graph, PassStats* stats = nullptr);
+
+// All passes, in order.
+Graph optimize_graph(const Graph& graph, PassStats* stats = nullptr);
+
+// consumers[v]: the nodes that read value v, in node order (a node reading v twice is
+// listed twice).
+std::vector<std::vector<NodeId>> value_consumers(const Graph& graph);
+
+}  // namespace ic
