@@ -9,6 +9,7 @@ size_t dtype_size(DType dtype) {
     case DType::f32: return 4;
     case DType::bf16: return 2;
     case DType::i32: return 4;
+    case DType::i64: return 8;
   }
   return 0;
 }
@@ -18,6 +19,7 @@ const char* dtype_name(DType dtype) {
     case DType::f32: return "float32";
     case DType::bf16: return "bfloat16";
     case DType::i32: return "int32";
+    case DType::i64: return "int64";
   }
   return "?";
 }

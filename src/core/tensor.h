@@ -10,7 +10,8 @@
 
 namespace ic {
 
-enum class DType : uint8_t { f32, bf16, i32 };
+// i64 appears only in checkpoints (TF's int64 global_step); graph values use f32/bf16/i32.
+enum class DType : uint8_t { f32, bf16, i32, i64 };
 
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);

@@ -1,0 +1,249 @@
+#include "io/checkpoint_dir.h"
+
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace ic {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kStateFile[] = "checkpoint";
+constexpr char kSuffix[] = ".safetensors";
+constexpr char kTempMarker[] = ".tmp-";  // write_file_atomically's temp names: <path>.tmp-<pid>-<n>
+
+std::string join(const std::string& dir, const std::string& name) {
+  return (fs::path(dir) / name).string();
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Protobuf text-format string escaping (what MessageToString writes): \" \\ and octal escapes
+// for bytes that are not printable ASCII.
+std::string text_format_escape(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (u < 0x20 || u >= 0x7f) {
+      out += '\\';
+      out += static_cast<char>('0' + ((u >> 6) & 7));
+      out += static_cast<char>('0' + ((u >> 3) & 7));
+      out += static_cast<char>('0' + (u & 7));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Parses a quoted text-format string value ("..." or '...'), undoing the C escapes.
+std::optional<std::string> text_format_unquote(std::string_view v) {
+  if (v.size() < 2 || (v.front() != '"' && v.front() != '\'') || v.back() != v.front()) {
+    return std::nullopt;
+  }
+  v = v.substr(1, v.size() - 2);
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != '\\') {
+      out += v[i];
+      continue;
+    }
+    if (++i >= v.size()) return std::nullopt;
+    const char e = v[i];
+    if (e >= '0' && e <= '7') {  // up to three octal digits
+      int value = 0;
+      size_t end = i;
+      while (end < v.size() && end < i + 3 && v[end] >= '0' && v[end] <= '7') {
+        value = value * 8 + (v[end] - '0');
+        ++end;
+      }
+      i = end - 1;
+      out += static_cast<char>(value);
+    } else if (e == 'x') {  // up to two hex digits
+      int value = 0, digits = 0;
+      while (digits < 2 && i + 1 < v.size() &&
+             std::isxdigit(static_cast<unsigned char>(v[i + 1]))) {
+        const auto h = static_cast<unsigned char>(v[++i]);
+        value = value * 16 + (std::isdigit(h) ? h - '0' : std::tolower(h) - 'a' + 10);
+        ++digits;
+      }
+      if (digits == 0) return std::nullopt;
+      out += static_cast<char>(value);
+    } else {
+      switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case '"': out += '"'; break;
+        case '\'': out += '\''; break;
+        case '\\': out += '\\'; break;
+        default: return std::nullopt;
+      }
+    }
+  }
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+Result<CheckpointState> parse_checkpoint_state(const std::string& text, const std::string& path) {
+  CheckpointState state;
+  std::istringstream lines(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    const size_t colon = t.find(':');
+    if (colon == std::string::npos) return error(path, ":", number, ": expected 'field: value'");
+    const std::string key = trim(std::string_view(t).substr(0, colon));
+    const std::string value = trim(std::string_view(t).substr(colon + 1));
+    if (key != "model_checkpoint_path" && key != "all_model_checkpoint_paths") {
+      continue;  // timestamps and other fields newer TF versions add
+    }
+    const std::optional<std::string> unquoted = text_format_unquote(value);
+    if (!unquoted) return error(path, ":", number, ": malformed string value for ", key);
+    if (key == "model_checkpoint_path") {
+      state.model_checkpoint_path = *unquoted;
+    } else {
+      state.all_model_checkpoint_paths.push_back(*unquoted);
+    }
+  }
+  return state;
+}
+
+}  // namespace
+
+std::string checkpoint_path(const std::string& model_dir, int64_t step) {
+  return join(model_dir, "model.ckpt-" + std::to_string(step) + kSuffix);
+}
+
+std::optional<int64_t> checkpoint_step(const std::string& path) {
+  std::string name = fs::path(path).filename().string();
+  if (ends_with(name, kSuffix)) name.resize(name.size() - std::strlen(kSuffix));
+  const size_t dash = name.rfind('-');
+  if (dash == std::string::npos || dash + 1 == name.size()) return std::nullopt;
+  int64_t step = 0;
+  const char* first = name.data() + dash + 1;
+  const char* last = name.data() + name.size();
+  const auto [end, ec] = std::from_chars(first, last, step);
+  if (ec != std::errc() || end != last || *first == '-' || *first == '+') return std::nullopt;
+  return step;
+}
+
+std::string resolve_checkpoint_path(const std::string& model_dir, const std::string& entry) {
+  std::string path = fs::path(entry).is_absolute() ? entry : join(model_dir, entry);
+  if (!ends_with(path, kSuffix)) path += kSuffix;
+  return path;
+}
+
+std::string checkpoint_state_text(const CheckpointState& state) {
+  std::string text =
+      "model_checkpoint_path: \"" + text_format_escape(state.model_checkpoint_path) + "\"\n";
+  for (const std::string& p : state.all_model_checkpoint_paths) {
+    text += "all_model_checkpoint_paths: \"" + text_format_escape(p) + "\"\n";
+  }
+  return text;
+}
+
+Result<std::optional<CheckpointState>> read_checkpoint_state(const std::string& model_dir) {
+  const std::string path = join(model_dir, kStateFile);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::error_code ec;
+    if (!fs::exists(path, ec) && !ec) return std::optional<CheckpointState>();
+    return error(path, ": cannot open: ", std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return error(path, ": read failed");
+  IC_ASSIGN_OR_RETURN(CheckpointState state, parse_checkpoint_state(text.str(), path));
+  return std::optional<CheckpointState>(std::move(state));
+}
+
+Status save_checkpoint(const std::string& model_dir, int64_t step,
+                       const std::map<std::string, std::string>& metadata,
+                       const std::vector<TensorView>& tensors, int keep_max) {
+  std::error_code ec;
+  fs::create_directories(model_dir, ec);
+  if (ec) return error(model_dir, ": cannot create directory: ", ec.message());
+
+  const std::string path = checkpoint_path(model_dir, step);
+  IC_RETURN_IF_ERROR(write_safetensors(path, metadata, tensors));
+
+  IC_ASSIGN_OR_RETURN(std::optional<CheckpointState> previous, read_checkpoint_state(model_dir));
+  const std::string name = fs::path(path).stem().string();  // "model.ckpt-<step>"
+  CheckpointState state;
+  state.model_checkpoint_path = name;
+  std::vector<std::string> to_delete;
+  if (previous) {
+    for (const std::string& entry : previous->all_model_checkpoint_paths) {
+      if (resolve_checkpoint_path(model_dir, entry) != path)
+        state.all_model_checkpoint_paths.push_back(entry);
+    }
+  }
+  state.all_model_checkpoint_paths.push_back(name);
+  if (keep_max <= 0) {
+    state.all_model_checkpoint_paths = {name};
+  } else {
+    const size_t keep = static_cast<size_t>(keep_max);
+    while (state.all_model_checkpoint_paths.size() > keep) {
+      to_delete.push_back(state.all_model_checkpoint_paths.front());
+      state.all_model_checkpoint_paths.erase(state.all_model_checkpoint_paths.begin());
+    }
+  }
+  const std::string text = checkpoint_state_text(state);
+  IC_RETURN_IF_ERROR(write_file_atomically(join(model_dir, kStateFile), {text}));
+
+  // Only now, with `checkpoint` no longer naming them, may old files go.
+  Status status;
+  for (const std::string& entry : to_delete) {
+    const std::string old = resolve_checkpoint_path(model_dir, entry);
+    if (std::remove(old.c_str()) != 0 && errno != ENOENT && status.ok()) {
+      status = error(old, ": cannot delete old checkpoint: ", std::strerror(errno));
+    }
+  }
+  // Temp files of saves that were interrupted (a crash between create and rename).
+  for (fs::directory_iterator it(model_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    const bool ours = file.rfind("model.ckpt-", 0) == 0 || file.rfind(kStateFile, 0) == 0;
+    if (ours && file.find(kTempMarker) != std::string::npos) {
+      std::error_code ignored;
+      fs::remove(it->path(), ignored);
+    }
+  }
+  return status;
+}
+
+Result<std::optional<std::string>> latest_checkpoint(const std::string& model_dir) {
+  IC_ASSIGN_OR_RETURN(std::optional<CheckpointState> state, read_checkpoint_state(model_dir));
+  if (!state || state->model_checkpoint_path.empty()) return std::optional<std::string>();
+  const std::string path = resolve_checkpoint_path(model_dir, state->model_checkpoint_path);
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    return error(join(model_dir, kStateFile), " names ", state->model_checkpoint_path, " but ",
+                 path, " does not exist");
+  }
+  return std::optional<std::string>(path);
+}
+
+}  // namespace ic

@@ -1,0 +1,55 @@
+// TensorBoard event files: events.out.tfevents.<unix secs>.<hostname> holding TFRecord-framed
+// tensorflow.Event protos (proto/event.proto). The first event carries file_version
+// "brain.Event:2"; each scalar is an Event{wall_time, step, summary{value{tag, simple_value}}},
+// which is what tf.summary.scalar / TPUEstimator's summaries write and TensorBoard reads.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace ic {
+
+class EventWriter {
+ public:
+  // Creates `dir` (and parents) if needed and a new event file in it. When a file of that name
+  // already exists (two writers in one second) a ".<n>" suffix keeps them apart.
+  static Result<std::unique_ptr<EventWriter>> create(const std::string& dir);
+  ~EventWriter();  // flushes and closes quietly
+  EventWriter(const EventWriter&) = delete;
+  EventWriter& operator=(const EventWriter&) = delete;
+
+  Status add_scalar(const std::string& tag, double value, int64_t step);
+  // Several scalars of one step in one Event (as Estimator writes eval results).
+  Status add_scalars(const std::vector<std::pair<std::string, double>>& values, int64_t step);
+  // Pushes buffered events to the OS so TensorBoard (another process) sees them.
+  Status flush();
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Token {  // lets create() use make_unique while nobody else constructs a writer
+    explicit Token() = default;
+  };
+
+ public:
+  explicit EventWriter(Token) {}
+
+ private:
+  Status write_event(const std::string& serialized);
+
+  struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::string path_;
+};
+
+// Seconds since the Unix epoch with microseconds, the Event.wall_time clock.
+double event_wall_time();
+
+}  // namespace ic

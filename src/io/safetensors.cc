@@ -1,0 +1,369 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "io/json.h"
+
+namespace ic {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; tensors are written straight from memory");
+
+namespace {
+
+constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;  // the reference library's limit
+
+// A POSIX file descriptor closed on scope exit.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+  // Closes now and reports the error close() may carry (deferred write errors on NFS).
+  int close_checked() {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+Status write_all(int fd, const void* data, size_t size, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, std::min<size_t>(size, size_t{1} << 30));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return error(path, ": write failed: ", std::strerror(errno));
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status();
+}
+
+// Errors say where in the file; the caller adds which file.
+Status read_all(int fd, void* data, size_t size, uint64_t offset) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    const ssize_t n =
+        ::pread(fd, p, std::min<size_t>(size, size_t{1} << 30), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return error("read failed at byte ", offset, ": ", std::strerror(errno));
+    }
+    if (n == 0) return error("unexpected end of file at byte ", offset);
+    p += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return Status();
+}
+
+std::string directory_of(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+// Unique within this process and across processes (pid): concurrent writers never share one.
+std::string temp_path_for(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  return path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+std::optional<DType> parse_dtype(const std::string& name) {
+  if (name == "F32") return DType::f32;
+  if (name == "BF16") return DType::bf16;
+  if (name == "I32") return DType::i32;
+  if (name == "I64") return DType::i64;
+  return std::nullopt;
+}
+
+// numel * element size, or nullopt on overflow / negative dims.
+std::optional<uint64_t> byte_size(const Shape& shape, DType dtype) {
+  uint64_t n = dtype_size(dtype);
+  for (const int64_t d : shape.dims()) {
+    if (d < 0) return std::nullopt;
+    const uint64_t ud = static_cast<uint64_t>(d);
+    if (ud != 0 && n > UINT64_MAX / ud) return std::nullopt;
+    n *= ud;
+  }
+  return n;
+}
+
+void put_u64(uint64_t v, char* out) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xffu);
+}
+
+}  // namespace
+
+const char* safetensors_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "F32";
+    case DType::bf16: return "BF16";
+    case DType::i32: return "I32";
+    case DType::i64: return "I64";
+  }
+  return "?";
+}
+
+const TensorEntry* SafetensorsFile::find(const std::string& name) const {
+  for (const TensorEntry& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+Status write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces) {
+  const std::string temp = temp_path_for(path);
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return error(temp, ": cannot create: ", std::strerror(errno));
+  auto fail = [&](Status status) {
+    fd.reset();
+    ::unlink(temp.c_str());
+    return status;
+  };
+  for (const std::string_view piece : pieces) {
+    Status st = write_all(fd.get(), piece.data(), piece.size(), temp);
+    if (!st.ok()) return fail(st);
+  }
+  if (::fsync(fd.get()) != 0) return fail(error(temp, ": fsync failed: ", std::strerror(errno)));
+  if (fd.close_checked() != 0) return fail(error(temp, ": close failed: ", std::strerror(errno)));
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    return fail(error("renaming ", temp, " to ", path, " failed: ", std::strerror(errno)));
+  }
+  // The rename is durable only once the directory entry is.
+  const std::string dir = directory_of(path);
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir_fd.get() < 0)
+    return error(dir, ": cannot open directory to fsync: ", std::strerror(errno));
+  if (::fsync(dir_fd.get()) != 0) {
+    return error(dir, ": directory fsync failed: ", std::strerror(errno));
+  }
+  return Status();
+}
+
+Status write_safetensors(const std::string& path,
+                         const std::map<std::string, std::string>& metadata,
+                         const std::vector<TensorView>& tensors) {
+  // Largest element first keeps every tensor aligned to its element size (the data section
+  // starts 8-aligned), as the reference library lays files out.
+  std::vector<const TensorView*> order;
+  order.reserve(tensors.size());
+  for (const TensorView& t : tensors) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(), [](const TensorView* a, const TensorView* b) {
+    return dtype_size(a->dtype) > dtype_size(b->dtype);
+  });
+
+  std::string header = "{";
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [key, value] : metadata) {
+      if (!first) header += ",";
+      first = false;
+      header += json_quote(key) + ":" + json_quote(value);
+    }
+    header += "}";
+  }
+  std::set<std::string_view> names;
+  uint64_t offset = 0;
+  std::vector<std::string_view> pieces;
+  pieces.reserve(order.size() + 2);
+  for (const TensorView* t : order) {
+    if (t->name.empty() || t->name == "__metadata__") {
+      return error(path, ": invalid tensor name \"", t->name, "\"");
+    }
+    if (!names.insert(t->name).second) return error(path, ": duplicate tensor name ", t->name);
+    const std::optional<uint64_t> size = byte_size(t->shape, t->dtype);
+    if (!size) return error(path, ": tensor ", t->name, " has an invalid shape ", t->shape.str());
+    if (*size > 0 && t->data == nullptr) return error(path, ": tensor ", t->name, " has no data");
+    if (header.size() > 1) header += ",";
+    header += json_quote(t->name) + ":{\"dtype\":\"" + safetensors_dtype_name(t->dtype) +
+              "\",\"shape\":[";
+    for (int i = 0; i < t->shape.rank(); ++i) {
+      if (i) header += ",";
+      header += std::to_string(t->shape[i]);
+    }
+    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + *size) + "]}";
+    offset += *size;
+    pieces.emplace_back(static_cast<const char*>(t->data), *size);
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+
+  char length[8];
+  put_u64(header.size(), length);
+  pieces.insert(pieces.begin(), {std::string_view(length, 8), std::string_view(header)});
+  return write_file_atomically(path, pieces);
+}
+
+Status write_safetensors(const std::string& path, const SafetensorsFile& file) {
+  std::vector<TensorView> views;
+  views.reserve(file.tensors.size());
+  for (const TensorEntry& t : file.tensors) {
+    const std::optional<uint64_t> size = byte_size(t.shape, t.dtype);
+    if (!size || *size != t.bytes.size()) {
+      return error(path, ": tensor ", t.name, " holds ", t.bytes.size(), " bytes but ",
+                   dtype_name(t.dtype), t.shape.str(), " needs ", size ? *size : 0);
+    }
+    views.push_back(TensorView{t.name, t.dtype, t.shape, t.bytes.data()});
+  }
+  return write_safetensors(path, file.metadata, views);
+}
+
+namespace {
+
+struct PendingTensor {
+  TensorEntry entry;
+  uint64_t begin = 0, end = 0;
+};
+
+Status parse_tensor_info(const std::string& name, const JsonValue& info, PendingTensor* out) {
+  if (info.kind != JsonValue::Kind::object)
+    return error("tensor ", name, ": entry is not an object");
+  const JsonValue* dtype = info.find("dtype");
+  const JsonValue* shape = info.find("shape");
+  const JsonValue* offsets = info.find("data_offsets");
+  if (!dtype || dtype->kind != JsonValue::Kind::string) {
+    return error("tensor ", name, ": missing \"dtype\"");
+  }
+  const std::optional<DType> parsed = parse_dtype(dtype->text);
+  if (!parsed) {
+    return error("tensor ", name, ": unsupported dtype ", dtype->text,
+                 " (F32, BF16, I32, I64 are)");
+  }
+  if (!shape || shape->kind != JsonValue::Kind::array) {
+    return error("tensor ", name, ": missing \"shape\"");
+  }
+  std::vector<int64_t> dims;
+  for (const JsonValue& d : shape->items) {
+    const std::optional<int64_t> v = d.as_int64();
+    if (!v || *v < 0) return error("tensor ", name, ": bad dimension in shape");
+    dims.push_back(*v);
+  }
+  if (!offsets || offsets->kind != JsonValue::Kind::array || offsets->items.size() != 2) {
+    return error("tensor ", name, ": \"data_offsets\" must be [begin, end]");
+  }
+  const std::optional<int64_t> begin = offsets->items[0].as_int64();
+  const std::optional<int64_t> end = offsets->items[1].as_int64();
+  if (!begin || !end || *begin < 0 || *end < *begin) {
+    return error("tensor ", name, ": bad data_offsets");
+  }
+  out->entry.name = name;
+  out->entry.dtype = *parsed;
+  out->entry.shape = Shape(std::move(dims));
+  out->begin = static_cast<uint64_t>(*begin);
+  out->end = static_cast<uint64_t>(*end);
+  const std::optional<uint64_t> size = byte_size(out->entry.shape, out->entry.dtype);
+  if (!size || *size != out->end - out->begin) {
+    return error("tensor ", name, ": data_offsets [", out->begin, ",", out->end, ") hold ",
+                 out->end - out->begin, " bytes but ", safetensors_dtype_name(out->entry.dtype),
+                 out->entry.shape.str(), " needs ", size ? *size : 0);
+  }
+  return Status();
+}
+
+Result<SafetensorsFile> read_safetensors_unlabelled(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return error("cannot open: ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return error("cannot stat: ", std::strerror(errno));
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size < 8)
+    return error("file is ", file_size, " bytes, shorter than the 8-byte header size");
+  unsigned char length_bytes[8];
+  IC_RETURN_IF_ERROR(read_all(fd.get(), length_bytes, 8, 0));
+  uint64_t header_size = 0;
+  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length_bytes[i];
+  if (header_size > kMaxHeaderBytes) return error("header size ", header_size, " exceeds 100 MiB");
+  if (header_size > file_size - 8) {
+    return error("header size ", header_size, " runs past the end of the ", file_size,
+                 "-byte file");
+  }
+  std::string header(header_size, '\0');
+  IC_RETURN_IF_ERROR(read_all(fd.get(), header.data(), header.size(), 8));
+  if (header.empty() || header[0] != '{') return error("header does not start with '{'");
+  Result<JsonValue> json = parse_json(header);
+  if (!json.ok()) return json.status().with_context("header");
+  if (json->kind != JsonValue::Kind::object) return error("header is not a JSON object");
+
+  SafetensorsFile file;
+  std::vector<PendingTensor> pending;
+  std::set<std::string> names;
+  for (const auto& [name, value] : json->members) {
+    if (!names.insert(name).second) return error("header names ", name, " twice");
+    if (name == "__metadata__") {
+      if (value.kind != JsonValue::Kind::object) return error("__metadata__ is not an object");
+      for (const auto& [key, item] : value.members) {
+        if (item.kind != JsonValue::Kind::string) {
+          return error("__metadata__ value of ", key, " is not a string");
+        }
+        file.metadata[key] = item.text;
+      }
+      continue;
+    }
+    PendingTensor t;
+    IC_RETURN_IF_ERROR(parse_tensor_info(name, value, &t));
+    pending.push_back(std::move(t));
+  }
+
+  // The byte ranges must tile the data section: no gaps, no overlaps, nothing left over.
+  std::sort(pending.begin(), pending.end(), [](const PendingTensor& a, const PendingTensor& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  const uint64_t data_start = 8 + header_size;
+  const uint64_t data_size = file_size - data_start;
+  uint64_t expected = 0;
+  for (const PendingTensor& t : pending) {
+    if (t.begin != expected) {
+      return error("tensor ", t.entry.name, ": data_offsets begin at ", t.begin, ", expected ",
+                   expected, " (ranges must be contiguous)");
+    }
+    if (t.end > data_size) {
+      return error("tensor ", t.entry.name, ": data_offsets end at ", t.end,
+                   " but the data section has ", data_size, " bytes (file truncated?)");
+    }
+    expected = t.end;
+  }
+  if (expected != data_size) {
+    return error("data section has ", data_size, " bytes but the tensors cover ", expected);
+  }
+  file.tensors.reserve(pending.size());
+  for (PendingTensor& t : pending) {
+    t.entry.bytes.resize(t.end - t.begin);
+    IC_RETURN_IF_ERROR(
+        read_all(fd.get(), t.entry.bytes.data(), t.entry.bytes.size(), data_start + t.begin));
+    file.tensors.push_back(std::move(t.entry));
+  }
+  return file;
+}
+
+}  // namespace
+
+Result<SafetensorsFile> read_safetensors(const std::string& path) {
+  Result<SafetensorsFile> file = read_safetensors_unlabelled(path);
+  if (!file.ok()) return file.status().with_context("safetensors file " + path);
+  return file;
+}
+
+}  // namespace ic

@@ -1,0 +1,145 @@
+#include "train/lr_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ic {
+namespace {
+
+double batches_per_epoch(const LrScheduleOptions& o) {
+  return static_cast<double>(o.num_train_images) / static_cast<double>(o.train_batch_size);
+}
+
+// The reference's int(tf.cast(step, f32) / batches_per_epoch): a float32 division, whose
+// rounding decides on which step an epoch begins.
+int64_t integer_epoch(const LrScheduleOptions& o, int64_t step) {
+  const float epoch = static_cast<float>(step) / static_cast<float>(batches_per_epoch(o));
+  return static_cast<int64_t>(epoch);
+}
+
+// tf.train.exponential_decay(lr, step, decay_steps, rate, staircase=True).
+double staircase_decay(double lr, int64_t step, int64_t decay_steps, double rate) {
+  // decay_steps = int(decay_epochs * batches_per_epoch) is 0 only for a dataset smaller than a
+  // batch per decay period; the reference would divide by zero there, we decay every step.
+  decay_steps = std::max<int64_t>(decay_steps, 1);
+  return lr * std::pow(rate, static_cast<double>(step / decay_steps));
+}
+
+double inception_v3_lr(const LrScheduleOptions& o, int64_t step) {
+  const double initial = o.base_learning_rate * static_cast<double>(o.train_batch_size) / 256;
+  const double final_lr = 0.0001 * initial;
+  const auto decay_steps = static_cast<int64_t>(o.decay_epochs * batches_per_epoch(o));
+  double lr = staircase_decay(initial, step, decay_steps, o.decay_rate);
+  if (o.use_warmup) {
+    // Warm up linearly to where the decay would be at the end of warmup, then jump back onto
+    // the unadjusted decay curve at epoch warmup + cold + decay_epochs (as the reference does).
+    const double adjusted =
+        initial * std::pow(o.decay_rate, (o.warmup_epochs + o.cold_epochs) / o.decay_epochs);
+    const double wlr = 0.1 * adjusted;
+    const double wlr_height = 0.9 * adjusted / (o.warmup_epochs + o.decay_epochs - 1);
+    const auto epoch_offset = static_cast<int64_t>(o.cold_epochs - 1);
+    const double exp_decay_start = o.warmup_epochs + o.cold_epochs + o.decay_epochs;
+    const auto epoch = static_cast<double>(integer_epoch(o, step));
+    if (epoch < o.cold_epochs) {
+      lr = wlr;
+    } else if (epoch < exp_decay_start) {
+      lr = wlr + (epoch - static_cast<double>(epoch_offset)) * wlr_height;
+    }
+  }
+  return std::max(lr, final_lr);
+}
+
+double inception_v4_lr(const LrScheduleOptions& o, int64_t step) {
+  const double initial = o.base_learning_rate * static_cast<double>(o.train_batch_size) / 256 /
+                         std::pow(o.decay_rate, (o.warmup_epochs + o.cold_epochs) / o.decay_epochs);
+  const double final_lr = 0.0001 * initial;
+  const auto epoch = static_cast<double>(integer_epoch(o, step));
+  double lr;
+  if (epoch < o.cold_epochs) {
+    lr = o.cold_learning_rate;
+  } else if (epoch < o.warmup_epochs + o.cold_epochs) {
+    lr = epoch * initial / (o.warmup_epochs + o.cold_epochs);
+  } else {
+    const auto decay_steps = static_cast<int64_t>(o.decay_epochs * batches_per_epoch(o));
+    lr = staircase_decay(initial, step, decay_steps, o.decay_rate);
+  }
+  return std::max(lr, final_lr);
+}
+
+double resnet50_lr(const LrScheduleOptions& o, int64_t step) {
+  const double scaled = o.base_learning_rate * static_cast<double>(o.train_batch_size) / 256;
+  // get_lr_schedule(): the 90-epoch schedule's boundaries scaled to the run's length.
+  const double steps_per_epoch = std::floor(batches_per_epoch(o));
+  const double train_epochs = o.train_steps > 0 && steps_per_epoch > 0
+                                  ? static_cast<double>(o.train_steps) / steps_per_epoch
+                                  : 90;
+  struct Stage {
+    double multiplier, start_epoch;
+  };
+  const Stage stages[] = {{1.0, std::floor(5.0 / 90 * train_epochs)},
+                          {0.1, std::floor(30.0 / 90 * train_epochs)},
+                          {0.01, std::floor(60.0 / 90 * train_epochs)},
+                          {0.001, std::floor(80.0 / 90 * train_epochs)}};
+  const double epoch = current_epoch(o, step);
+  // Linear warmup from 0; a zero-length warmup (a very short run) starts at the full rate.
+  double lr = stages[0].start_epoch > 0 ? scaled * epoch / stages[0].start_epoch : scaled;
+  for (const Stage& s : stages) {
+    if (epoch >= s.start_epoch) lr = scaled * s.multiplier;
+  }
+  return lr;
+}
+
+}  // namespace
+
+LrScheduleOptions default_lr_schedule(const std::string& model) {
+  LrScheduleOptions o;
+  o.model = model;
+  if (model == "inception_v4") {
+    o.base_learning_rate = 0.15;
+    o.train_batch_size = 256;
+    o.decay_epochs = 2;
+    o.cold_epochs = 1;
+    o.warmup_epochs = 2;
+    o.use_warmup = true;
+  } else if (model == "resnet50") {
+    o.base_learning_rate = 0.1;
+    o.train_batch_size = 1024;
+    o.train_steps = 112590;
+  }
+  return o;
+}
+
+Status validate_lr_schedule(const LrScheduleOptions& o) {
+  if (o.model != "inception_v3" && o.model != "inception_v4" && o.model != "resnet50") {
+    return error("learning-rate schedule: unknown model '", o.model,
+                 "' (inception_v3, inception_v4, resnet50 are known)");
+  }
+  if (o.train_batch_size <= 0) return error("learning-rate schedule: train_batch_size must be > 0");
+  if (o.num_train_images <= 0) return error("learning-rate schedule: num_train_images must be > 0");
+  if (o.model != "resnet50" && !(o.decay_epochs > 0)) {
+    return error("learning-rate schedule: learning_rate_decay_epochs must be > 0");
+  }
+  if (o.model == "inception_v3" && o.use_warmup && !(o.warmup_epochs + o.decay_epochs - 1 > 0)) {
+    return error("learning-rate schedule: warmup_epochs + learning_rate_decay_epochs must be > 1");
+  }
+  if (o.model == "inception_v4" && !(o.warmup_epochs + o.cold_epochs > 0)) {
+    return error("learning-rate schedule: warmup_epochs + cold_epochs must be > 0");
+  }
+  return Status();
+}
+
+double learning_rate(const LrScheduleOptions& options, int64_t global_step) {
+  if (options.model == "inception_v4") return inception_v4_lr(options, global_step);
+  if (options.model == "resnet50") return resnet50_lr(options, global_step);
+  return inception_v3_lr(options, global_step);
+}
+
+double current_epoch(const LrScheduleOptions& options, int64_t global_step) {
+  if (options.model == "resnet50") {  // float32, as the reference's tf.cast(step, f32) / bpe
+    return static_cast<double>(static_cast<float>(global_step) /
+                               static_cast<float>(batches_per_epoch(options)));
+  }
+  return static_cast<double>(integer_epoch(options, global_step));
+}
+
+}  // namespace ic
