@@ -18,6 +18,8 @@ uint32_t crc32c(const void* data, size_t size);
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size);
 uint32_t mask_crc32c(uint32_t crc);
 uint32_t unmask_crc32c(uint32_t masked);
+// The table-driven version crc32c() uses when the CPU lacks SSE4.2 (tests compare the two).
+uint32_t crc32c_portable(const void* data, size_t size);
 
 // Reads records one after another. A bad length CRC, a bad data CRC or a truncated record is
 // an error that names the file and the byte offset where the record starts.
@@ -37,10 +39,16 @@ class TfRecordReader {
   struct FileCloser {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
+  Status corrupt(uint64_t at, const std::string& what) const;
+
+  // Declared before file_ so the stdio buffer outlives the FILE that uses it.
+  std::unique_ptr<char[]> buffer_;
   std::unique_ptr<std::FILE, FileCloser> file_;
   std::string path_;
+  uint64_t file_size_ = 0;
   uint64_t offset_ = 0;
   uint64_t resume_offset_ = 0;  // where skip_corrupt() continues
+  bool can_skip_ = false;       // the last error left a readable length behind it
 };
 
 // Writes records. close() flushes and reports any write error; a writer destroyed without
@@ -49,14 +57,22 @@ class TfRecordWriter {
  public:
   static Result<TfRecordWriter> create(const std::string& path);
   Status write(std::string_view record);
+  // Flushes, fsyncs (so a rename after close() publishes complete data) and closes.
   Status close();
+  uint64_t bytes_written() const { return bytes_written_; }
 
  private:
   struct FileCloser {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
+  std::unique_ptr<char[]> buffer_;  // before file_: outlives it
   std::unique_ptr<std::FILE, FileCloser> file_;
   std::string path_;
+  uint64_t bytes_written_ = 0;
 };
+
+// The 12-byte header and 4-byte footer TensorFlow frames `data` with, for tests and tools
+// that build records by hand.
+std::string frame_tfrecord(std::string_view data);
 
 }  // namespace ic

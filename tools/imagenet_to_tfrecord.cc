@@ -1,0 +1,68 @@
+// imagenet_to_tfrecord: our imagenet_to_gcs.py. Converts a raw ImageNet tree
+//   RAW/train/<synset>/*.JPEG, RAW/validation/*.JPEG, RAW/synset_labels.txt
+// into TFRecord shards train-NNNNN-of-01024 / validation-NNNNN-of-00128 in
+// --local_scratch_dir. Progress and skipped images go to stderr, the summary to stdout.
+#include <gflags/gflags.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "data/imagenet_converter.h"
+
+DEFINE_string(raw_data_dir, "", "Directory holding train/, validation/ and synset_labels.txt");
+DEFINE_string(local_scratch_dir, "", "Output directory for the TFRecord shards");
+DEFINE_int32(train_shards, 1024, "Number of training shards");
+DEFINE_int32(validation_shards, 128, "Number of validation shards");
+DEFINE_int32(num_threads, 0, "Shards converted in parallel (0 = one per CPU core)");
+DEFINE_bool(resume, false, "Keep shards an earlier, interrupted run completed");
+DEFINE_uint64(shuffle_seed, 0, "Seed of the training-list shuffle (std::mt19937_64)");
+DEFINE_bool(reencode_grayscale, true, "Re-encode grayscale JPEGs as RGB (TensorFlow keeps them)");
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "imagenet_to_tfrecord --raw_data_dir=RAW --local_scratch_dir=OUT "
+      "[--train_shards=1024] [--validation_shards=128] [--num_threads=N] [--resume]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (argc > 1) {
+    std::fprintf(stderr, "imagenet_to_tfrecord: unexpected argument '%s'\n", argv[1]);
+    return 2;
+  }
+  if (FLAGS_raw_data_dir.empty() || FLAGS_local_scratch_dir.empty()) {
+    std::fprintf(stderr,
+                 "imagenet_to_tfrecord: --raw_data_dir and --local_scratch_dir are required\n");
+    return 2;
+  }
+  if (FLAGS_num_threads < 0) {
+    std::fprintf(stderr, "imagenet_to_tfrecord: --num_threads must be >= 0\n");
+    return 2;
+  }
+  ic::ConverterOptions options;
+  options.raw_data_dir = FLAGS_raw_data_dir;
+  options.output_dir = FLAGS_local_scratch_dir;
+  options.train_shards = FLAGS_train_shards;
+  options.validation_shards = FLAGS_validation_shards;
+  options.num_threads = FLAGS_num_threads > 0
+                            ? FLAGS_num_threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.resume = FLAGS_resume;
+  options.shuffle_seed = FLAGS_shuffle_seed;
+  options.reencode_grayscale = FLAGS_reencode_grayscale;
+  options.log = [](const std::string& line) {
+    std::fprintf(stderr, "imagenet_to_tfrecord: %s\n", line.c_str());
+  };
+  auto summary = ic::convert_imagenet(options);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "imagenet_to_tfrecord: %s\n", summary.status().message().c_str());
+    return 1;
+  }
+  for (const ic::SplitSummary* split : {&summary->train, &summary->validation}) {
+    if (split->images == 0) continue;
+    std::printf("%s\n", ic::format_summary(*split).c_str());
+  }
+  const int64_t written = summary->train.written + summary->validation.written;
+  std::printf("converted %lld images in %.1f s (%.1f images/sec)\n",
+              static_cast<long long>(written), summary->seconds,
+              summary->seconds > 0 ? written / summary->seconds : 0.0);
+  return 0;
+}
