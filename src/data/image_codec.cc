@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 
+#include "data/jpeg_region.h"
+
 namespace ic {
 namespace {
 
@@ -201,6 +203,25 @@ Result<RgbImage> decode_image(std::string_view bytes, int scale_denom) {
   RgbImage image;
   IC_RETURN_IF_ERROR(decode_image_into(bytes, scale_denom, &image));
   return image;
+}
+
+Status decode_image_region_into(std::string_view bytes, int scale_denom, CropWindow wanted,
+                                RgbImage* out, CropWindow* decoded) {
+  const ImageFormat format = sniff_image_format(bytes);
+  if (format == ImageFormat::jpeg) {
+    if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8) {
+      return error("JPEG scale denominator must be 1, 2, 4 or 8, got ", scale_denom);
+    }
+    std::string message;
+    switch (jpeg_region::decode(bytes, scale_denom, wanted, out, decoded, &message)) {
+      case jpeg_region::Outcome::decoded: return Status();
+      case jpeg_region::Outcome::failed: return error("JPEG decode failed: ", message);
+      case jpeg_region::Outcome::not_rgb: break;  // CMYK: TensorFlow's conversion, whole image
+    }
+  }
+  IC_RETURN_IF_ERROR(decode_image_into(bytes, format == ImageFormat::png ? 1 : scale_denom, out));
+  *decoded = CropWindow{0, 0, out->height, out->width};
+  return Status();
 }
 
 Result<std::string> encode_jpeg(const RgbImage& image, int quality) {

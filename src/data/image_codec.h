@@ -14,6 +14,12 @@
 
 namespace ic {
 
+// A pixel rectangle [y, y + height) x [x, x + width).
+struct CropWindow {
+  int y = 0, x = 0, height = 0, width = 0;
+  bool operator==(const CropWindow&) const = default;
+};
+
 // An image as rows of interleaved R,G,B bytes: pixels[(y * width + x) * 3 + c].
 struct RgbImage {
   int height = 0, width = 0;
@@ -47,6 +53,16 @@ inline int jpeg_scaled_size(int size, int scale_denom) {
 // extraneous bytes) is accepted, as TensorFlow accepts it.
 Status decode_image_into(std::string_view bytes, int scale_denom, RgbImage* out);
 Result<RgbImage> decode_image(std::string_view bytes, int scale_denom = 1);
+
+// Decodes only as much of the image as covers `wanted`, a rectangle of the image scaled by
+// 1/scale_denom (clamped to it), into `out`, and sets `decoded` to the rectangle `out` holds, in
+// the same coordinates (out->height == decoded->height, likewise width). Every pixel of `wanted`
+// equals decode_image_into's. For a JPEG the rectangle is `wanted`'s rows, and its columns
+// widened to the iMCU grid plus a pixel each side; rows below it are not even entropy-decoded,
+// which makes a crop much cheaper to decode. PNGs and CMYK JPEGs are decoded whole (a PNG always
+// at full size: `decoded` then covers the full-size image and scale_denom does not apply).
+Status decode_image_region_into(std::string_view bytes, int scale_denom, CropWindow wanted,
+                                RgbImage* out, CropWindow* decoded);
 
 // Baseline JPEG, 4:2:0 chroma subsampling, quality in [1, 100].
 Result<std::string> encode_jpeg(const RgbImage& image, int quality);

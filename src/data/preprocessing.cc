@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
+#include "data/resample_kernels.h"
 
 namespace ic {
 namespace {
@@ -89,6 +88,7 @@ struct AxisSpec {
   float scale = 1;
   int first = 0;
   float offset = 0;
+  int base = 0;  // where the decoded pixels start: taps index the decoded region from here
 };
 
 // The same axis in an image decoded at 1/denom scale: scaled pixel j covers full-resolution
@@ -103,6 +103,7 @@ AxisSpec scale_axis(const AxisSpec& spec, int denom, int scaled_size) {
   out.scale = spec.scale / static_cast<float>(denom);
   out.first = spec.first;
   out.offset = (static_cast<float>(spec.origin) + spec.offset - 0.5f * (denom - 1)) / denom;
+  out.base = spec.base;
   return out;
 }
 
@@ -116,8 +117,13 @@ Tap axis_tap(const AxisSpec& spec, int i) {
   const float floor_p = std::floor(p);
   const int lo = static_cast<int>(floor_p);
   const int last = spec.extent - 1;
-  return Tap{spec.origin + std::clamp(lo, 0, last), spec.origin + std::clamp(lo + 1, 0, last),
-             p - floor_p};
+  return Tap{spec.origin + std::clamp(lo, 0, last) - spec.base,
+             spec.origin + std::clamp(lo + 1, 0, last) - spec.base, p - floor_p};
+}
+
+// The source pixels [first, last] an axis reads for `count` outputs: positions grow with i.
+std::pair<int, int> axis_span(const AxisSpec& spec, int count) {
+  return {axis_tap(spec, 0).i0, axis_tap(spec, count - 1).i1};
 }
 
 // out = clip?(v * in_scale + bias[c]) * out_scale + out_bias[c], v the resampled 0..255 value.
@@ -129,57 +135,32 @@ struct PixelMap {
   float out_bias[3] = {0, 0, 0};
 };
 
-// The vertical lerp and the affine maps over one output row (flat loops the compiler vectorises;
-// separate functions so that __restrict applies).
-void vertical_clipped(const float* __restrict top, const float* __restrict bottom, float yl,
-                      float in_scale, const float* __restrict bias, float out_scale,
-                      const float* __restrict out_bias, size_t n, float* __restrict dst) {
-  size_t k = 0;
-#if defined(__SSE2__)
-  // GCC will not vectorise the clamp (NaN semantics of min/max), so spell it out.
-  const __m128 vyl = _mm_set1_ps(yl), vin = _mm_set1_ps(in_scale), vout = _mm_set1_ps(out_scale);
-  const __m128 zero = _mm_setzero_ps(), one = _mm_set1_ps(1.0f);
-  for (; k + 4 <= n; k += 4) {
-    const __m128 t = _mm_loadu_ps(top + k);
-    const __m128 lerped = _mm_add_ps(t, _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(bottom + k), t), vyl));
-    __m128 v = _mm_add_ps(_mm_mul_ps(lerped, vin), _mm_loadu_ps(bias + k));
-    v = _mm_min_ps(_mm_max_ps(v, zero), one);
-    _mm_storeu_ps(dst + k, _mm_add_ps(_mm_mul_ps(v, vout), _mm_loadu_ps(out_bias + k)));
-  }
-#endif
-  for (; k < n; ++k) {
-    const float v = (top[k] + (bottom[k] - top[k]) * yl) * in_scale + bias[k];
-    dst[k] = std::min(std::max(v, 0.0f), 1.0f) * out_scale + out_bias[k];
-  }
-}
-
-void vertical(const float* __restrict top, const float* __restrict bottom, float yl, float in_scale,
-              const float* __restrict bias, float out_scale, const float* __restrict out_bias,
-              size_t n, float* __restrict dst) {
-  for (size_t k = 0; k < n; ++k) {
-    dst[k] = ((top[k] + (bottom[k] - top[k]) * yl) * in_scale + bias[k]) * out_scale + out_bias[k];
-  }
-}
-
 // TF's bilinear formula: top = tl + (tr - tl) * xl; bottom likewise; top + (bottom - top) * yl.
 // The horizontal pass makes `top`/`bottom` rows once per source row and reuses them while
 // consecutive output rows share source rows.
 void resample(const RgbImage& src, const AxisSpec& ys, const AxisSpec& xs, int out_h, int out_w,
               bool flip, const PixelMap& map, PreprocessScratch* scratch, float* out) {
+  const ResampleKernels& kernels = resample_kernels();
   const size_t row_floats = static_cast<size_t>(out_w) * 3;
-  scratch->column_index.resize(static_cast<size_t>(out_w) * 2);
-  scratch->column_lerp.resize(static_cast<size_t>(out_w));
-  scratch->rows.resize(row_floats * 2);
-  int32_t* col0 = scratch->column_index.data();
-  int32_t* col1 = col0 + out_w;
-  float* col_lerp = scratch->column_lerp.data();
+  // Taps flat over (column, channel), indexing a float copy of the source columns the row uses:
+  // one gather-and-lerp loop over the whole row, whatever the channel.
+  const int first_column = axis_tap(xs, 0).i0;
+  const int last_column = axis_tap(xs, out_w - 1).i1;
+  scratch->tap_left.resize(row_floats);
+  scratch->tap_right.resize(row_floats);
+  scratch->tap_lerp.resize(row_floats);
   for (int x = 0; x < out_w; ++x) {
     const Tap tap = axis_tap(xs, x);
     const int dst = flip ? out_w - 1 - x : x;  // a flip after resizing = reading columns reversed
-    col0[dst] = tap.i0 * 3;
-    col1[dst] = tap.i1 * 3;
-    col_lerp[dst] = tap.lerp;
+    for (int c = 0; c < 3; ++c) {
+      scratch->tap_left[3 * dst + c] = (tap.i0 - first_column) * 3 + c;
+      scratch->tap_right[3 * dst + c] = (tap.i1 - first_column) * 3 + c;
+      scratch->tap_lerp[3 * dst + c] = tap.lerp;
+    }
   }
+  const size_t source_floats = static_cast<size_t>(last_column - first_column + 1) * 3;
+  scratch->source_row.resize(source_floats);
+  scratch->rows.resize(row_floats * 2);
   float* cached[2] = {scratch->rows.data(), scratch->rows.data() + row_floats};
   int cached_row[2] = {-1, -1};
   const size_t src_stride = static_cast<size_t>(src.width) * 3;
@@ -191,40 +172,28 @@ void resample(const RgbImage& src, const AxisSpec& ys, const AxisSpec& xs, int o
     std::swap(cached[0], cached[1]);
     std::swap(cached_row[0], cached_row[1]);
     cached_row[0] = row;
-    float* dst = cached[0];
     const uint8_t* line = src.pixels.data() + static_cast<size_t>(row) * src_stride;
-    for (int x = 0; x < out_w; ++x) {
-      const uint8_t* a = line + col0[x];
-      const uint8_t* b = line + col1[x];
-      const float l = col_lerp[x];
-      dst[3 * x + 0] = a[0] + (static_cast<float>(b[0]) - a[0]) * l;
-      dst[3 * x + 1] = a[1] + (static_cast<float>(b[1]) - a[1]) * l;
-      dst[3 * x + 2] = a[2] + (static_cast<float>(b[2]) - a[2]) * l;
-    }
-    return dst;
+    kernels.widen_row(line + static_cast<size_t>(first_column) * 3, source_floats,
+                      scratch->source_row.data());
+    kernels.lerp_gathered(scratch->source_row.data(), scratch->tap_left.data(),
+                          scratch->tap_right.data(), scratch->tap_lerp.data(), row_floats,
+                          cached[0]);
+    return cached[0];
   };
-  // Biases laid out like a row (R,G,B,R,G,B...) so the vertical pass is one flat loop that
-  // the compiler vectorises.
+  // Biases laid out like a row (R,G,B,R,G,B...) so the vertical pass is one flat loop.
   scratch->bias_row.resize(row_floats);
   scratch->out_bias_row.resize(row_floats);
   for (size_t k = 0; k < row_floats; ++k) {
     scratch->bias_row[k] = map.bias[k % 3];
     scratch->out_bias_row[k] = map.out_bias[k % 3];
   }
-  const float* __restrict bias = scratch->bias_row.data();
-  const float* __restrict out_bias = scratch->out_bias_row.data();
-  const float in_scale = map.in_scale, out_scale = map.out_scale;
   for (int y = 0; y < out_h; ++y) {
     const Tap tap = axis_tap(ys, y);
-    const float* __restrict top = horizontal(tap.i0);
-    const float* __restrict bottom = horizontal(tap.i1);
-    const float yl = tap.lerp;
-    float* __restrict dst = out + static_cast<size_t>(y) * row_floats;
-    if (map.clip01) {
-      vertical_clipped(top, bottom, yl, in_scale, bias, out_scale, out_bias, row_floats, dst);
-    } else {
-      vertical(top, bottom, yl, in_scale, bias, out_scale, out_bias, row_floats, dst);
-    }
+    const float* top = horizontal(tap.i0);
+    const float* bottom = horizontal(tap.i1);
+    kernels.lerp_rows_affine(top, bottom, tap.lerp, map.in_scale, scratch->bias_row.data(),
+                             map.clip01, map.out_scale, scratch->out_bias_row.data(), row_floats,
+                             out + static_cast<size_t>(y) * row_floats);
   }
 }
 
@@ -365,19 +334,32 @@ Status preprocess_image(std::string_view encoded, std::span<const BoundingBox> b
     for (int c = 0; c < 3; ++c) map.bias[c] = -kMeans[c];
   }
 
-  // Decode, at a reduced DCT scale when the resampling shrinks by 2x or more anyway.
+  // Decode only the pixels the resampling reads, at a reduced DCT scale when it shrinks by 2x or
+  // more anyway.
   int denom = 1;
+  if (!already_decoded && options.allow_dct_scaling) {
+    denom = choose_scale_denom(ys.scale, xs.scale);
+  }
+  ys = scale_axis(ys, denom, jpeg_scaled_size(size.height, denom));
+  xs = scale_axis(xs, denom, jpeg_scaled_size(size.width, denom));
+  const auto [y_first, y_last] = axis_span(ys, out_h);
+  const auto [x_first, x_last] = axis_span(xs, out_w);
+  CropWindow decoded{0, 0, size.height, size.width};
   if (!already_decoded) {
-    if (options.allow_dct_scaling) denom = choose_scale_denom(ys.scale, xs.scale);
-    IC_RETURN_IF_ERROR(decode_image_into(encoded, denom, &scratch->decoded));
+    const CropWindow wanted{y_first, x_first, y_last - y_first + 1, x_last - x_first + 1};
+    IC_RETURN_IF_ERROR(
+        decode_image_region_into(encoded, denom, wanted, &scratch->decoded, &decoded));
   }
   const RgbImage& image = scratch->decoded;
-  if (denom == 1 && (image.height != size.height || image.width != size.width)) {
-    return error("decoded size ", image.height, "x", image.width, " differs from header ",
-                 size.height, "x", size.width);
+  if (decoded.y > y_first || decoded.x > x_first || decoded.y + image.height <= y_last ||
+      decoded.x + image.width <= x_last) {
+    return error("decoded rows ", decoded.y, "+", image.height, ", columns ", decoded.x, "+",
+                 image.width, " miss the needed rows ", y_first, "..", y_last, ", columns ",
+                 x_first, "..", x_last);
   }
-  resample(image, scale_axis(ys, denom, image.height), scale_axis(xs, denom, image.width), out_h,
-           out_w, flip, map, scratch, out);
+  ys.base = decoded.y;
+  xs.base = decoded.x;
+  resample(image, ys, xs, out_h, out_w, flip, map, scratch, out);
   if (trace != nullptr) *trace = PreprocessTrace{crop, denom, flip};
   return Status();
 }

@@ -21,12 +21,6 @@
 
 namespace ic {
 
-// A pixel rectangle [y, y + height) x [x, x + width).
-struct CropWindow {
-  int y = 0, x = 0, height = 0, width = 0;
-  bool operator==(const CropWindow&) const = default;
-};
-
 // An object box as fractions of the image, as in image/object/bbox/*.
 struct BoundingBox {
   float ymin = 0, xmin = 0, ymax = 1, xmax = 1;
@@ -79,10 +73,11 @@ struct PreprocessOptions {
 
 // Per-thread buffers reused between images (no allocation in steady state).
 struct PreprocessScratch {
-  RgbImage decoded;
-  std::vector<float> rows;  // two horizontally resampled source rows
-  std::vector<int32_t> column_index;
-  std::vector<float> column_lerp;
+  RgbImage decoded;                          // the decoded region of the image
+  std::vector<float> source_row;             // one source row's needed columns, as floats
+  std::vector<float> rows;                   // two horizontally resampled source rows
+  std::vector<int32_t> tap_left, tap_right;  // per output (column, channel): source_row indices
+  std::vector<float> tap_lerp;
   std::vector<float> bias_row, out_bias_row;  // the per-channel biases repeated along a row
 };
 
@@ -94,6 +89,9 @@ struct PreprocessTrace {
 };
 
 // Decodes `encoded` (JPEG or PNG) and writes the preprocessed image [height, width, 3] to `out`.
+// A JPEG is decoded only over the rows and columns the crop's resampling reads
+// (decode_image_region_into), with the same pixels there as a full decode, so the output is the
+// full decode's.
 // `boxes` (may be empty) are the record's annotated object boxes, used by Inception training only.
 // Random draws come from `rng` in a fixed order, so a per-record Rng gives reproducible output.
 Status preprocess_image(std::string_view encoded, std::span<const BoundingBox> boxes,

@@ -1,0 +1,179 @@
+#include "data/jpeg_region.h"
+
+// clang-format off
+#include <cstdio>  // jpeglib.h needs FILE and size_t first
+#include <jpeglib.h>
+#include <jerror.h>
+// clang-format on
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstring>
+
+namespace ic::jpeg_region {
+namespace {
+
+// libjpeg reports fatal errors through error_exit, which must not return: we longjmp back to
+// the setjmp in run_decode. Warnings go to emit_message; only "premature end of file" counts
+// as a failure, as in decode_image_into.
+struct ErrorManager {
+  jpeg_error_mgr pub;  // first member: libjpeg sees a jpeg_error_mgr*
+  std::jmp_buf jump;
+  bool premature_end;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void on_error_exit(j_common_ptr cinfo) {
+  ErrorManager* errors = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, errors->message);
+  std::longjmp(errors->jump, 1);
+}
+
+void on_emit_message(j_common_ptr cinfo, int level) {
+  if (level < 0) {  // a warning (level >= 0 are trace messages)
+    ErrorManager* errors = reinterpret_cast<ErrorManager*>(cinfo->err);
+    if (cinfo->err->msg_code == JWRN_JPEG_EOF) errors->premature_end = true;
+    cinfo->err->num_warnings++;
+  }
+}
+
+// One decompressor per thread, created once: jpeg_create_decompress sets up the memory manager,
+// and jpeg_abort_decompress after each image keeps it for the next.
+class Decompressor {
+ public:
+  Decompressor() {
+    std::memset(&cinfo_, 0, sizeof(cinfo_));
+    std::memset(&errors_, 0, sizeof(errors_));
+    cinfo_.err = jpeg_std_error(&errors_.pub);
+    errors_.pub.error_exit = on_error_exit;
+    errors_.pub.emit_message = on_emit_message;
+    created_ = create(&cinfo_, &errors_);
+  }
+  ~Decompressor() {
+    if (created_) jpeg_destroy_decompress(&cinfo_);
+  }
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+
+  bool created() const { return created_; }
+  jpeg_decompress_struct* cinfo() { return &cinfo_; }
+  ErrorManager* errors() { return &errors_; }
+
+ private:
+  // Only trivially destructible locals live in a frame with setjmp.
+  static bool create(jpeg_decompress_struct* cinfo, ErrorManager* errors) {
+    if (setjmp(errors->jump)) return false;
+    jpeg_create_decompress(cinfo);
+    return true;
+  }
+
+  jpeg_decompress_struct cinfo_;
+  ErrorManager errors_;
+  bool created_ = false;
+};
+
+// Entropy-coded data cannot contain FF D9 (an FF there is always followed by 00 or a restart
+// marker), so a stream whose last bytes are the EOI marker was not cut inside its scans.
+bool ends_with_eoi(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<uint8_t>(bytes[bytes.size() - 2]) == 0xFF &&
+         static_cast<uint8_t>(bytes[bytes.size() - 1]) == 0xD9;
+}
+
+struct Request {
+  const unsigned char* data;
+  unsigned long size;
+  int scale_denom;
+  CropWindow wanted;
+  bool read_to_end;  // decode (entropy only) the rows below as well, to find a truncation
+};
+
+// The libjpeg calls, C style: every local is trivially destructible, and nothing written after
+// setjmp is read after a longjmp except through the pointers. Returns false after a libjpeg
+// error (message in the error manager).
+bool run_decode(Decompressor* decompressor, const Request& request, Outcome* outcome, RgbImage* out,
+                CropWindow* decoded) {
+  jpeg_decompress_struct* cinfo = decompressor->cinfo();
+  if (setjmp(decompressor->errors()->jump)) {
+    jpeg_abort_decompress(cinfo);
+    return false;
+  }
+  jpeg_mem_src(cinfo, request.data, request.size);
+  jpeg_read_header(cinfo, TRUE);
+  if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK) {
+    jpeg_abort_decompress(cinfo);
+    *outcome = Outcome::not_rgb;
+    return true;
+  }
+  // TurboJPEG's settings for TJPF_RGB with TJFLAG_FASTDCT, which decode_image_into uses.
+  cinfo->out_color_space = JCS_EXT_RGB;
+  cinfo->dct_method = JDCT_IFAST;
+  cinfo->scale_num = 1;
+  cinfo->scale_denom = static_cast<unsigned int>(request.scale_denom);
+  jpeg_start_decompress(cinfo);
+
+  const int height = static_cast<int>(cinfo->output_height);
+  const int width = static_cast<int>(cinfo->output_width);
+  const int y0 = std::clamp(request.wanted.y, 0, height - 1);
+  const int y1 = std::clamp(request.wanted.y + request.wanted.height, y0 + 1, height);
+  // Fancy upsampling treats a cropped row's ends as the image's edges (libjpeg.txt, "Partial
+  // image decompression"), so one column of margin keeps `wanted` exact.
+  const int x0 = std::clamp(request.wanted.x - 1, 0, width - 1);
+  const int x1 = std::clamp(request.wanted.x + request.wanted.width + 1, x0 + 1, width);
+  JDIMENSION crop_x = static_cast<JDIMENSION>(x0);
+  JDIMENSION crop_width = static_cast<JDIMENSION>(x1 - x0);
+  if (x0 > 0 || x1 < width) jpeg_crop_scanline(cinfo, &crop_x, &crop_width);  // aligns x left
+  const int out_width = static_cast<int>(cinfo->output_width);
+  out->height = y1 - y0;
+  out->width = out_width;
+  out->pixels.resize(static_cast<size_t>(y1 - y0) * out_width * 3);
+  *decoded = CropWindow{y0, static_cast<int>(crop_x), y1 - y0, out_width};
+
+  if (y0 > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(y0));
+  const size_t stride = static_cast<size_t>(out_width) * 3;
+  while (static_cast<int>(cinfo->output_scanline) < y1) {
+    JSAMPROW row = out->pixels.data() + (cinfo->output_scanline - y0) * stride;
+    if (jpeg_read_scanlines(cinfo, &row, 1) != 1) break;  // cannot happen with a memory source
+  }
+  if (request.read_to_end && y1 < height) {
+    // Skipping to the very end returns at once without reading, so skip all but the last row
+    // and decode that one into a spare row past the region.
+    if (y1 < height - 1) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(height - 1 - y1));
+    out->pixels.resize(out->pixels.size() + stride);
+    JSAMPROW spare = out->pixels.data() + static_cast<size_t>(y1 - y0) * stride;
+    jpeg_read_scanlines(cinfo, &spare, 1);
+    out->pixels.resize(out->pixels.size() - stride);
+  }
+  if (request.read_to_end) jpeg_finish_decompress(cinfo);  // reads up to EOI, as the full decode
+  jpeg_abort_decompress(cinfo);
+  *outcome = Outcome::decoded;
+  return true;
+}
+
+}  // namespace
+
+Outcome decode(std::string_view bytes, int scale_denom, CropWindow wanted, RgbImage* out,
+               CropWindow* decoded, std::string* message) {
+  thread_local Decompressor decompressor;
+  if (!decompressor.created()) {
+    *message = "cannot create a libjpeg decompressor";
+    return Outcome::failed;
+  }
+  ErrorManager* errors = decompressor.errors();
+  errors->premature_end = false;
+  errors->pub.num_warnings = 0;
+  const Request request{reinterpret_cast<const unsigned char*>(bytes.data()),
+                        static_cast<unsigned long>(bytes.size()), scale_denom, wanted,
+                        !ends_with_eoi(bytes)};
+  Outcome outcome = Outcome::failed;
+  if (!run_decode(&decompressor, request, &outcome, out, decoded)) {
+    *message = errors->message;
+    return Outcome::failed;
+  }
+  if (errors->premature_end) {
+    *message = "Premature end of JPEG file";
+    return Outcome::failed;
+  }
+  return outcome;
+}
+
+}  // namespace ic::jpeg_region
