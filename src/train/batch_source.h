@@ -1,0 +1,26 @@
+// The run loop's inputs: the threaded TFRecord input pipeline (--use_data=real) or random
+// tensors (--use_data=fake), both behind data/input_pipeline.h's BatchSource.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "data/input_pipeline.h"
+#include "train/run_options.h"
+
+namespace ic {
+
+// training: shuffled, repeated, augmented; otherwise one pass over the validation split in
+// order with the last batch padded (label -1). `batch_size` is this process's share of the
+// global batch. With --eval_total_size=N > 0 evaluation stops after N / eval_batch_size
+// batches (the reference's eval_steps); with 0 it covers every validation image once.
+Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options, bool training,
+                                                       int64_t batch_size);
+
+// A line for the log after a pass ("skipped 2 undecodable images: ..."), empty when there is
+// nothing to say.
+std::string input_summary(const BatchSource& source);
+
+}  // namespace ic

@@ -1,0 +1,150 @@
+#include "train/classify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "data/preprocessing.h"
+#include "io/checkpoint_dir.h"
+#include "io/safetensors.h"
+#include "models/model.h"
+#include "train/model_state.h"
+#include "train/npy.h"
+#include "train/trainer.h"
+
+namespace ic {
+namespace {
+
+bool has_suffix(const std::string& text, const std::string& suffix) {
+  if (text.size() < suffix.size()) return false;
+  return std::equal(suffix.rbegin(), suffix.rend(), text.rbegin(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == b;
+  });
+}
+
+// Appends the preprocessed images of one input to `images` and their names to `names`.
+Status load_input(const std::string& path, int height, int width, std::vector<float>* images,
+                  std::vector<std::string>* names) {
+  const size_t image_floats = static_cast<size_t>(height) * width * 3;
+  if (has_suffix(path, ".npy")) {
+    IC_ASSIGN_OR_RETURN(NpyArray array, read_npy(path));
+    const auto& s = array.shape;
+    const bool single = s.size() == 3;
+    if (!(single || s.size() == 4) || s[s.size() - 3] != height || s[s.size() - 2] != width ||
+        s.back() != 3) {
+      return error(path, ": .npy shape must be [", height, ",", width, ",3] or [N,", height, ",",
+                   width, ",3] for this checkpoint");
+    }
+    images->insert(images->end(), array.data.begin(), array.data.end());
+    const int64_t count = single ? 1 : s[0];
+    for (int64_t i = 0; i < count; ++i) {
+      names->push_back(single ? path : path + "[" + std::to_string(i) + "]");
+    }
+    return Status();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error("cannot open input ", path);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  PreprocessOptions options;
+  options.training = false;
+  options.height = height;
+  options.width = width;
+  Rng rng(0);
+  PreprocessScratch scratch;
+  const size_t at = images->size();
+  images->resize(at + image_floats);
+  Status status = preprocess_image(bytes, {}, options, rng, &scratch, images->data() + at);
+  if (!status.ok()) return status.with_context(path);
+  names->push_back(path);
+  return Status();
+}
+
+}  // namespace
+
+Result<std::map<int64_t, std::string>> read_label_names(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return error("cannot open --labels_file ", path);
+  std::map<int64_t, std::string> names;
+  std::string line;
+  int64_t line_number = 0;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    size_t digits = 0;
+    while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits]))) ++digits;
+    if (digits > 0 && digits < line.size() &&
+        (line[digits] == ' ' || line[digits] == '\t' || line[digits] == ':')) {
+      const size_t start = line.find_first_not_of(" \t:", digits);
+      names[std::stoll(line.substr(0, digits))] =
+          start == std::string::npos ? "" : line.substr(start);
+    } else {
+      names[line_number] = line;
+    }
+    ++line_number;
+  }
+  return names;
+}
+
+Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend) {
+  ClassifyResult result;
+  result.checkpoint = options.checkpoint;
+  if (result.checkpoint.empty()) {
+    if (options.model_dir.empty()) return error("give --model_dir or --checkpoint");
+    IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(options.model_dir));
+    if (!latest) return error("no checkpoint in ", options.model_dir);
+    result.checkpoint = *latest;
+  }
+  if (options.inputs.empty()) return error("no inputs (give image or .npy files)");
+  IC_ASSIGN_OR_RETURN(SafetensorsFile file, read_safetensors(result.checkpoint));
+  IC_ASSIGN_OR_RETURN(CheckpointMeta meta,
+                      parse_checkpoint_metadata(file.metadata, result.checkpoint));
+
+  std::vector<float> images;
+  std::vector<std::string> names;
+  for (const std::string& input : options.inputs) {
+    IC_RETURN_IF_ERROR(load_input(input, meta.height, meta.width, &images, &names));
+  }
+  const int64_t count = static_cast<int64_t>(names.size());
+
+  IC_ASSIGN_OR_RETURN(ModelOptions m, default_model_options(meta.model));
+  m.batch_size = count;
+  m.height = meta.height;
+  m.width = meta.width;
+  m.num_classes = meta.num_classes;
+  m.depth_multiplier = static_cast<float>(meta.depth_multiplier);
+  m.training = false;
+  m.aux_logits = true;  // the checkpoint has the aux head; its tensors must load
+  m.build_losses = false;
+  IC_ASSIGN_OR_RETURN(Graph graph, build_model(m));
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<ModelState> state,
+                      ModelState::create(backend, graph, OptimizerKind::sgd, false, false));
+  IC_RETURN_IF_ERROR(state->restore_for_eval(file, /*use_ema=*/true, result.checkpoint));
+  result.global_step = state->global_step;
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<Evaluator> evaluator, Evaluator::create(*state, graph, 0.f));
+  evaluator->run_batch(images.data(), nullptr);
+  result.logits = evaluator->logits();
+  const int64_t classes = meta.num_classes;
+  result.logits_shape = {count, classes};
+
+  const int top_k = static_cast<int>(std::min<int64_t>(options.top_k, classes));
+  for (int64_t i = 0; i < count; ++i) {
+    const float* row = result.logits.data() + i * classes;
+    const float max = *std::max_element(row, row + classes);
+    std::vector<double> prob(static_cast<size_t>(classes));
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c) sum += prob[c] = std::exp(double{row[c]} - max);
+    std::vector<int64_t> order(static_cast<size_t>(classes));
+    for (int64_t c = 0; c < classes; ++c) order[c] = c;
+    std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int64_t a, int64_t b) {
+      return row[a] > row[b] || (row[a] == row[b] && a < b);
+    });
+    ClassifyResult::Prediction p{names[i], {}};
+    for (int k = 0; k < top_k; ++k) {
+      p.top.emplace_back(order[k], static_cast<float>(prob[order[k]] / sum));
+    }
+    result.predictions.push_back(std::move(p));
+  }
+  return result;
+}
+
+}  // namespace ic

@@ -1,0 +1,30 @@
+// Command-line parsing over the gflags registry, with errors as values. gflags' own parser
+// exits the process on an unknown flag; ours returns a Status naming the flag, so the
+// program (and tests) decide what happens. Only flags defined in the given source files are
+// accepted, so a program does not pick up another program's flags or gflags' internals.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace ic {
+
+struct ParsedCommandLine {
+  std::vector<std::string> positional;  // arguments that are not flags, in order
+  bool help = false;                    // --help (or -h) was given
+};
+
+// Accepts --name=value, --name value, -name=value, and for booleans --name, --noname and
+// --name=True/False (any case). "--" ends the flags. Sets each flag's value in the registry.
+Result<ParsedCommandLine> parse_command_line(int argc, const char* const* argv,
+                                             const std::vector<std::string>& defining_files);
+
+// Every flag defined in `defining_files`, sorted by name, with its type, default and help.
+std::string flags_help(const std::string& program, const std::vector<std::string>& defining_files);
+
+// "name=value" for every flag defined in `defining_files` (for checkpoint metadata).
+std::string flags_as_text(const std::vector<std::string>& defining_files);
+
+}  // namespace ic

@@ -1,0 +1,117 @@
+#include "train/npy.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace ic {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";  // 6 bytes
+
+// The value text after 'key': in the header dict, up to the next ',' at depth 0 or '}'.
+Result<std::string> dict_value(const std::string& header, const std::string& key,
+                               const std::string& path) {
+  const size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos) return error(path, ": .npy header has no '", key, "'");
+  size_t pos = header.find(':', at);
+  if (pos == std::string::npos) return error(path, ": malformed .npy header");
+  ++pos;
+  int depth = 0;
+  size_t end = pos;
+  for (; end < header.size(); ++end) {
+    const char c = header[end];
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if ((c == ',' && depth == 0) || c == '}') break;
+  }
+  std::string value = header.substr(pos, end - pos);
+  const size_t first = value.find_first_not_of(" ");
+  const size_t last = value.find_last_not_of(" ");
+  return first == std::string::npos ? std::string() : value.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+Result<NpyArray> read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error("cannot open ", path);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0) {
+    return error(path, ": not a .npy file (bad magic)");
+  }
+  const uint8_t major = static_cast<uint8_t>(bytes[6]);
+  size_t header_len = 0, header_start = 0;
+  if (major == 1) {
+    header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) return error(path, ": truncated .npy header");
+    uint32_t len;
+    std::memcpy(&len, bytes.data() + 8, 4);
+    header_len = len;
+    header_start = 12;
+  } else {
+    return error(path, ": unsupported .npy version ", int{major});
+  }
+  if (bytes.size() < header_start + header_len) return error(path, ": truncated .npy header");
+  const std::string header = bytes.substr(header_start, header_len);
+  IC_ASSIGN_OR_RETURN(std::string descr, dict_value(header, "descr", path));
+  if (descr != "'<f4'" && descr != "'float32'") {
+    return error(path, ": dtype ", descr, " is not supported (need float32 '<f4')");
+  }
+  IC_ASSIGN_OR_RETURN(std::string fortran, dict_value(header, "fortran_order", path));
+  if (fortran != "False") return error(path, ": Fortran-order arrays are not supported");
+  IC_ASSIGN_OR_RETURN(std::string shape_text, dict_value(header, "shape", path));
+  NpyArray array;
+  int64_t count = 1;
+  std::string dims = shape_text;
+  for (char& c : dims) {
+    if (c == '(' || c == ')' || c == ',') c = ' ';
+  }
+  std::istringstream dim_stream(dims);
+  int64_t dim;
+  while (dim_stream >> dim) {
+    if (dim < 0) return error(path, ": negative dimension in shape ", shape_text);
+    array.shape.push_back(dim);
+    count *= dim;
+  }
+  const size_t data_start = header_start + header_len;
+  if (bytes.size() - data_start != static_cast<size_t>(count) * sizeof(float)) {
+    return error(path, ": shape ", shape_text, " needs ", count * 4, " bytes of data, file has ",
+                 bytes.size() - data_start);
+  }
+  array.data.resize(static_cast<size_t>(count));
+  std::memcpy(array.data.data(), bytes.data() + data_start, array.data.size() * sizeof(float));
+  return array;
+}
+
+Status write_npy(const std::string& path, const NpyArray& array) {
+  std::string shape = "(";
+  for (size_t i = 0; i < array.shape.size(); ++i) {
+    shape += std::to_string(array.shape[i]) + (array.shape.size() == 1 ? "," : "");
+    if (i + 1 < array.shape.size()) shape += ", ";
+  }
+  shape += ")";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Pad with spaces so the data starts on a 64-byte boundary; the header ends with '\n'.
+  const size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return error("cannot create ", path);
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  out.write(kMagic, 6);
+  const char version[2] = {1, 0};
+  out.write(version, 2);
+  const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  out.write(len_bytes, 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(array.data.data()),
+            static_cast<std::streamsize>(array.data.size() * sizeof(float)));
+  out.close();
+  if (!out) return error("error writing ", path);
+  return Status();
+}
+
+}  // namespace ic

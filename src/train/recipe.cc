@@ -1,0 +1,59 @@
+#include "train/recipe.h"
+
+namespace ic {
+
+Result<ModelOptions> model_options_for(const RunOptions& options, bool training, int replicas) {
+  IC_ASSIGN_OR_RETURN(ModelOptions m, default_model_options(options.model));
+  const int64_t global = training ? options.train_batch_size : options.eval_batch_size;
+  if (global % replicas != 0) {
+    return error("--", training ? "train" : "eval", "_batch_size=", global,
+                 " does not split evenly over ", replicas, " replicas");
+  }
+  m.batch_size = global / replicas;
+  m.height = options.height;
+  m.width = options.width;
+  m.num_classes = options.num_classes;
+  m.depth_multiplier = static_cast<float>(options.depth_multiplier);
+  m.training = training;
+  // The contrib model always builds AuxLogits, so the eval loss has the aux term too.
+  m.aux_logits = true;
+  m.build_losses = true;
+  m.compute = options.precision == "bfloat16" ? DType::bf16 : DType::f32;
+  return m;
+}
+
+float weight_decay_for(const std::string& model) { return model == "resnet50" ? 1e-4f : 4e-5f; }
+
+Result<TrainRecipe> train_recipe_for(const RunOptions& options) {
+  TrainRecipe r;
+  IC_ASSIGN_OR_RETURN(r.optimizer, parse_optimizer(options.optimizer));
+  r.nesterov = options.model == "resnet50";  // resnet_main.py: MomentumOptimizer(use_nesterov)
+  r.weight_decay = weight_decay_for(options.model);
+  r.moving_average = options.moving_average;
+  r.seed = static_cast<uint64_t>(options.seed);
+  r.schedule = default_lr_schedule(options.model);
+  r.schedule.base_learning_rate = options.learning_rate;
+  r.schedule.train_batch_size = options.train_batch_size;
+  r.schedule.decay_rate = options.learning_rate_decay;
+  r.schedule.decay_epochs = options.learning_rate_decay_epochs;
+  r.schedule.use_warmup = options.use_learning_rate_warmup;
+  r.schedule.cold_epochs = options.cold_epochs;
+  r.schedule.warmup_epochs = options.warmup_epochs;
+  r.schedule.cold_learning_rate = options.cold_learning_rate;
+  r.schedule.train_steps = options.train_steps;
+  IC_RETURN_IF_ERROR(validate_lr_schedule(r.schedule));
+  return r;
+}
+
+CheckpointMeta checkpoint_meta_for(const RunOptions& options) {
+  CheckpointMeta meta;
+  meta.model = options.model;
+  meta.num_classes = options.num_classes;
+  meta.height = options.height;
+  meta.width = options.width;
+  meta.depth_multiplier = options.depth_multiplier;
+  meta.flags = options.flags_text;
+  return meta;
+}
+
+}  // namespace ic

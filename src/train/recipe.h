@@ -1,0 +1,20 @@
+// The training recipe of each model (facts §1.2-1.5, §2, §4.4) from the run's flags: the
+// network's options for training and evaluation, the optimizer, weight decay, EMA and
+// learning-rate schedule, and the description checkpoints carry.
+#pragma once
+
+#include "models/model.h"
+#include "train/model_state.h"
+#include "train/run_options.h"
+#include "train/trainer.h"
+
+namespace ic {
+
+// training: batch = train_batch_size / replicas; otherwise eval_batch_size / replicas.
+Result<ModelOptions> model_options_for(const RunOptions& options, bool training, int replicas);
+Result<TrainRecipe> train_recipe_for(const RunOptions& options);
+// inception_v3/v4: 4e-5 (WEIGHT_DECAY); resnet50: 1e-4.
+float weight_decay_for(const std::string& model);
+CheckpointMeta checkpoint_meta_for(const RunOptions& options);
+
+}  // namespace ic

@@ -1,0 +1,325 @@
+#include "train/run_loop.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include "io/checkpoint_dir.h"
+#include "io/event_writer.h"
+#include "models/summary.h"
+#include "train/batch_source.h"
+#include "train/recipe.h"
+#include "train/stop_signal.h"
+
+namespace ic {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string fixed3(double value) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(3);
+  out << value;
+  return out.str();
+}
+
+class Session {
+ public:
+  Session(const RunOptions& options, Backend& backend, std::ostream& log)
+      : options_(options), backend_(backend), log_(log), meta_(checkpoint_meta_for(options)) {}
+
+  Status run() {
+    if (options_.mode == "summary") return run_summary();
+    if (options_.mode == "train") return run_train();
+    if (options_.mode == "eval") return run_eval();
+    return run_train_and_eval();
+  }
+
+ private:
+  Status run_summary();
+  Status run_train();
+  Status run_eval();
+  Status run_train_and_eval();
+
+  Status prepare_training();
+  Status prepare_evaluator();
+  Status train_until(int64_t target);
+  Status save();
+  Status write_train_summaries(float loss, double steps_per_sec, double examples_per_sec);
+  Result<std::string> evaluate_and_report();
+  bool stop_now() {
+    if (stop_requested()) stopped_ = true;
+    return stopped_;
+  }
+
+  const RunOptions& options_;
+  Backend& backend_;
+  std::ostream& log_;
+  CheckpointMeta meta_;
+  TrainRecipe recipe_;
+  Graph train_graph_, eval_graph_;
+  std::unique_ptr<ModelState> state_;
+  std::unique_ptr<Trainer> trainer_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<BatchSource> train_source_;
+  std::unique_ptr<EventWriter> train_events_, eval_events_;
+  int64_t last_saved_step_ = -1, last_summary_step_ = -1;
+  Clock::time_point last_save_time_ = Clock::now();
+  bool stopped_ = false;
+};
+
+Status Session::run_summary() {
+  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, false, 1));
+  m.batch_size = 1;
+  m.build_losses = false;
+  IC_ASSIGN_OR_RETURN(Graph graph, build_model(m));
+  print_summary(graph, log_);
+  return Status();
+}
+
+Status Session::prepare_training() {
+  IC_ASSIGN_OR_RETURN(recipe_, train_recipe_for(options_));
+  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, true, 1));
+  IC_ASSIGN_OR_RETURN(train_graph_, build_model(m));
+  IC_ASSIGN_OR_RETURN(state_, ModelState::create(backend_, train_graph_, recipe_.optimizer, true,
+                                                 options_.moving_average));
+  std::error_code ec;
+  std::filesystem::create_directories(options_.model_dir, ec);
+  if (ec) return error("cannot create --model_dir ", options_.model_dir, ": ", ec.message());
+  IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(options_.model_dir));
+  if (latest) {
+    IC_ASSIGN_OR_RETURN(SafetensorsFile file, read_safetensors(*latest));
+    IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, *latest));
+    IC_RETURN_IF_ERROR(check_compatible(saved, meta_, *latest));
+    std::vector<std::string> notes;
+    IC_RETURN_IF_ERROR(state_->restore_for_training(file, *latest, &notes));
+    for (const std::string& note : notes) log_ << note << "\n";
+    log_ << "Restoring parameters from " << *latest << " (global step " << state_->global_step
+         << ")" << std::endl;
+    last_saved_step_ = state_->global_step;
+  } else {
+    IC_RETURN_IF_ERROR(state_->initialize(static_cast<uint64_t>(options_.seed)));
+  }
+  IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_));
+  IC_ASSIGN_OR_RETURN(train_source_, make_batch_source(options_, true, trainer_->batch_size()));
+  IC_ASSIGN_OR_RETURN(train_events_, EventWriter::create(options_.model_dir));
+  last_save_time_ = Clock::now();
+  return Status();
+}
+
+Status Session::prepare_evaluator() {
+  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, false, 1));
+  IC_ASSIGN_OR_RETURN(eval_graph_, build_model(m));
+  if (!state_) {  // --mode=eval: only the values evaluated with
+    IC_ASSIGN_OR_RETURN(OptimizerKind optimizer, parse_optimizer(options_.optimizer));
+    IC_ASSIGN_OR_RETURN(state_, ModelState::create(backend_, eval_graph_, optimizer, false, false));
+  }
+  IC_ASSIGN_OR_RETURN(evaluator_,
+                      Evaluator::create(*state_, eval_graph_, weight_decay_for(options_.model)));
+  return Status();
+}
+
+Status Session::save() {
+  log_ << "Saving checkpoints for " << state_->global_step << " into " << options_.model_dir
+       << "/model.ckpt." << std::endl;
+  IC_RETURN_IF_ERROR(save_checkpoint(options_.model_dir, state_->global_step,
+                                     checkpoint_metadata(meta_), state_->checkpoint_tensors(),
+                                     options_.keep_checkpoint_max));
+  last_saved_step_ = state_->global_step;
+  last_save_time_ = Clock::now();
+  return Status();
+}
+
+Status Session::write_train_summaries(float loss, double steps_per_sec, double examples_per_sec) {
+  const int64_t step = state_->global_step;
+  if (options_.save_summary_steps <= 0) return Status();
+  if (last_summary_step_ >= 0 && step - last_summary_step_ < options_.save_summary_steps) {
+    return Status();
+  }
+  last_summary_step_ = step;
+  IC_RETURN_IF_ERROR(
+      train_events_->add_scalars({{"loss", loss},
+                                  {"learning_rate", trainer_->last_learning_rate()},
+                                  {"current_epoch", current_epoch(recipe_.schedule, step)},
+                                  {"global_step/sec", steps_per_sec},
+                                  {"examples/sec", examples_per_sec}},
+                                 step));
+  return train_events_->flush();
+}
+
+Status Session::train_until(int64_t target) {
+  while (state_->global_step < target && !stop_now()) {
+    const int64_t steps = std::min<int64_t>(options_.iterations, target - state_->global_step);
+    const Clock::time_point loop_start = Clock::now();
+    int64_t done = 0;
+    for (; done < steps; ++done) {
+      IC_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> batch, train_source_->next());
+      if (!batch) return error("the training input ended (it should repeat)");
+      trainer_->step(batch->images.data(), batch->labels.data(), /*want_loss=*/done + 1 == steps);
+      if (stop_now()) break;
+    }
+    if (done < steps) break;  // stopped mid-loop: no loss of the last step to report
+    const float loss = trainer_->loss();
+    if (!std::isfinite(loss)) {
+      return error("NaN loss during training at global step ", state_->global_step,
+                   " (no checkpoint written for it; the last one is kept)");
+    }
+    const double elapsed = seconds_since(loop_start);
+    const double steps_per_sec = static_cast<double>(steps) / elapsed;
+    const double examples_per_sec = steps_per_sec * options_.train_batch_size;
+    log_ << "step = " << state_->global_step << ", loss = " << loss << " (" << fixed3(elapsed)
+         << " sec)\n"
+         << "global_step/sec: " << steps_per_sec << "\n"
+         << "examples/sec: " << examples_per_sec << std::endl;
+    IC_RETURN_IF_ERROR(write_train_summaries(loss, steps_per_sec, examples_per_sec));
+    if (options_.save_checkpoints_secs > 0 &&
+        seconds_since(last_save_time_) >= options_.save_checkpoints_secs &&
+        state_->global_step < target) {
+      IC_RETURN_IF_ERROR(save());
+    }
+  }
+  if (state_->global_step != last_saved_step_) IC_RETURN_IF_ERROR(save());
+  if (stopped_) {
+    log_ << "Stop requested" << (stop_signal_number() ? " by signal " : "")
+         << (stop_signal_number() ? std::to_string(stop_signal_number()) : std::string())
+         << ": checkpoint for step " << state_->global_step << " is saved; exiting." << std::endl;
+  }
+  return Status();
+}
+
+Result<std::string> Session::evaluate_and_report() {
+  if (!evaluator_) IC_RETURN_IF_ERROR(prepare_evaluator());
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
+                      make_batch_source(options_, false, evaluator_->batch_size()));
+  evaluator_->begin();
+  while (!stop_now()) {
+    IC_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> batch, source->next());
+    if (!batch) break;
+    evaluator_->run_batch(batch->images.data(), batch->labels.data());
+  }
+  const std::string source_note = input_summary(*source);
+  if (!source_note.empty()) log_ << source_note << std::endl;
+  if (stopped_) return std::string();
+  const TopKCounts& c = evaluator_->counts();
+  const int64_t step = state_->global_step;
+  const std::string results =
+      format_eval_results(c.accuracy(), c.accuracy_at_5(), step, c.mean_loss());
+  log_ << "Saving dict for global step " << step << ": " << results << std::endl;
+  if (!eval_events_) {
+    IC_ASSIGN_OR_RETURN(eval_events_, EventWriter::create(options_.model_dir + "/eval"));
+  }
+  IC_RETURN_IF_ERROR(eval_events_->add_scalars(
+      {{"accuracy", c.accuracy()}, {"accuracy@5", c.accuracy_at_5()}, {"loss", c.mean_loss()}},
+      step));
+  IC_RETURN_IF_ERROR(eval_events_->flush());
+  return "{" + results + "}";
+}
+
+Status Session::run_train() {
+  IC_RETURN_IF_ERROR(prepare_training());
+  if (state_->global_step >= options_.train_steps) {
+    log_ << "Skipping training since max_steps has already saved." << std::endl;
+    return Status();
+  }
+  IC_RETURN_IF_ERROR(train_until(options_.train_steps));
+  if (!stopped_) log_ << "Loss for final step: " << trainer_->loss() << "." << std::endl;
+  const std::string input_note = input_summary(*train_source_);
+  if (!input_note.empty()) log_ << input_note << std::endl;
+  return Status();
+}
+
+Status Session::run_train_and_eval() {
+  IC_RETURN_IF_ERROR(prepare_training());
+  const int64_t per_eval = options_.train_steps_per_eval;
+  if (state_->global_step >= options_.train_steps) {
+    log_ << "Skipping training since max_steps has already saved." << std::endl;
+  }
+  while (state_->global_step < options_.train_steps && !stopped_) {
+    const int64_t cycle = state_->global_step / per_eval;
+    const int64_t target = std::min<int64_t>(options_.train_steps, (cycle + 1) * per_eval);
+    log_ << "Starting training cycle " << cycle << "." << std::endl;
+    IC_RETURN_IF_ERROR(train_until(target));
+    if (stopped_) break;
+    log_ << "Starting evaluation cycle " << cycle << " ." << std::endl;
+    IC_ASSIGN_OR_RETURN(std::string results, evaluate_and_report());
+    if (!stopped_) log_ << "Evaluation results: " << results << std::endl;
+  }
+  return Status();
+}
+
+Status Session::run_eval() {
+  IC_RETURN_IF_ERROR(prepare_evaluator());
+  std::string last_path, last_error;
+  Clock::time_point wait_start = Clock::now();
+  bool announced = false;
+  while (!stop_now()) {
+    Result<std::optional<std::string>> latest = latest_checkpoint(options_.model_dir);
+    if (latest.ok() && latest->has_value() && **latest != last_path) {
+      const std::string path = **latest;
+      last_path = path;
+      log_ << "Found new checkpoint at " << path << "\nStarting to evaluate." << std::endl;
+      const Clock::time_point start = Clock::now();
+      if (!std::filesystem::exists(path)) {
+        log_ << "Checkpoint " << path << " no longer exists, skipping checkpoint" << std::endl;
+        continue;
+      }
+      IC_ASSIGN_OR_RETURN(SafetensorsFile file, read_safetensors(path));
+      IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, path));
+      IC_RETURN_IF_ERROR(check_compatible(saved, meta_, path));
+      IC_RETURN_IF_ERROR(state_->restore_for_eval(file, options_.moving_average, path));
+      IC_ASSIGN_OR_RETURN(std::string results, evaluate_and_report());
+      if (stopped_) break;
+      log_ << "Eval results: " << results
+           << ". Elapsed seconds: " << static_cast<int64_t>(seconds_since(start)) << std::endl;
+      const int64_t step = checkpoint_step(path).value_or(state_->global_step);
+      if (step >= options_.train_steps) {
+        log_ << "Evaluation finished after training step " << step << std::endl;
+        return Status();
+      }
+      wait_start = Clock::now();
+      announced = false;
+      continue;
+    }
+    if (!latest.ok() && latest.status().message() != last_error) {
+      last_error = latest.status().message();  // say it once, keep polling: it may be fixed
+      log_ << last_error << std::endl;
+    }
+    if (!announced) {
+      log_ << "Waiting for new checkpoint at " << options_.model_dir << std::endl;
+      announced = true;
+    }
+    if (options_.eval_timeout >= 0 && seconds_since(wait_start) >= options_.eval_timeout) {
+      log_ << options_.eval_timeout
+           << " seconds without new checkpoints have elapsed ... terminating eval" << std::endl;
+      return Status();
+    }
+    for (int i = 0; i < 10 && !stop_requested(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polls once a second
+    }
+  }
+  log_ << "Stop requested: evaluation ends." << std::endl;
+  return Status();
+}
+
+}  // namespace
+
+std::string format_eval_results(double accuracy, double accuracy_at_5, int64_t step, double loss) {
+  std::ostringstream out;
+  out << "accuracy = " << accuracy << ", accuracy@5 = " << accuracy_at_5
+      << ", global_step = " << step << ", loss = " << loss;
+  return out.str();
+}
+
+Status run_mode(const RunOptions& options, Backend& backend, std::ostream& log) {
+  Session session(options, backend, log);
+  return session.run();
+}
+
+}  // namespace ic

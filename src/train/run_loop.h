@@ -1,0 +1,29 @@
+// The run modes of inception_v3 / inception_v4 / resnet50 (facts §1.7), less two quirks of
+// the reference: train_and_eval counts absolute steps (a restarted run continues where it
+// stopped) and evaluation uses the EMA weights of the checkpoint it evaluates.
+//   train           train to --train_steps (absolute), resuming from the latest checkpoint
+//   eval            follow --model_dir: evaluate each new checkpoint once, stop after the one
+//                   at --train_steps or after --eval_timeout seconds without a new one
+//   train_and_eval  cycles of --train_steps_per_eval steps, each followed by an evaluation
+//   summary         the layer table and totals
+// Every loop of --iterations steps logs "step = N, loss = X (T sec)", "global_step/sec: R"
+// and "examples/sec: R"; summaries and checkpoints are decided at loop boundaries.
+#pragma once
+
+#include <ostream>
+
+#include "backend/backend.h"
+#include "core/status.h"
+#include "train/run_options.h"
+
+namespace ic {
+
+// Runs options.mode (options already validated). A stop signal (SIGINT/SIGTERM) ends the run
+// with a checkpoint and an ok Status.
+Status run_mode(const RunOptions& options, Backend& backend, std::ostream& log);
+
+// "accuracy = 0.5, accuracy@5 = 0.75, global_step = 100, loss = 2.5": Estimator's sorted
+// "key = value" rendering of an eval result.
+std::string format_eval_results(double accuracy, double accuracy_at_5, int64_t step, double loss);
+
+}  // namespace ic

@@ -1,0 +1,79 @@
+// Everything a training/evaluation run is told from the command line: the flags of the
+// reference inception_v3.py (tensorflow/tpu, facts §1.1) and inception_v4.py (§2) with
+// the same names, defaults and meanings, plus ours (depth_multiplier, num_threads, device,
+// seed, keep_checkpoint_max). Flags the reference defines but that have no effect here
+// (TPU addresses, transpose, prefetch sizes...) are accepted and listed in
+// docs/differences.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+
+namespace ic {
+
+struct RunOptions {
+  std::string model;  // "inception_v3", "inception_v4", "resnet50" (set by the program)
+
+  // Cloud TPU addressing: accepted, unused.
+  std::string tpu, gcp_project, tpu_zone;
+  std::string data_dir, model_dir, export_dir;
+  int32_t num_shards = 8;  // replicas the global batch is split over on a TPU; unused here
+  int32_t iterations = 100;
+  bool skip_host_call = true;
+  int32_t train_batch_size = 1024;  // global
+  int32_t eval_total_size = 0;      // 0: the whole validation set
+  int32_t eval_batch_size = 1024;   // global
+  int32_t train_steps = 213000;
+  int32_t train_steps_per_eval = 2000;
+  std::string mode = "train_and_eval";  // train | eval | train_and_eval | summary
+  int32_t min_eval_interval = 180;
+  int32_t eval_timeout = -1;  // seconds; < 0: wait forever (the reference's None)
+  bool use_tpu = true;        // "use the accelerator": the GPU when there is one
+  std::string use_data = "real";
+  double learning_rate = 0.165;
+  std::string optimizer = "RMS";
+  int32_t num_classes = 1001;
+  int32_t width = 299, height = 299;
+  bool transpose_enabled = false;
+  bool log_device_placement = false;
+  int32_t save_summary_steps = 100;
+  int32_t save_checkpoints_secs = 1000;
+  bool moving_average = true;
+  std::string preprocessing = "inception";
+  bool use_annotated_bbox = false;
+  double learning_rate_decay = 0.94;
+  int32_t learning_rate_decay_epochs = 3;
+  bool display_tensors = false;
+  bool clear_update_collections = true;
+  int32_t cold_epochs = 2;
+  int32_t warmup_epochs = 7;
+  bool use_learning_rate_warmup = false;
+  bool prefetch_enabled = true;
+  int32_t prefetch_dataset_buffer_size = 8 * 1024 * 1024;
+  int32_t num_files_infeed = 8;
+  int32_t num_parallel_calls = 64;
+  int32_t initial_shuffle_buffer_size = 1024;
+  int32_t followup_shuffle_buffer_size = 1000;
+  std::string precision = "float32";
+  double cb_distortion_range = 0.1, cr_distortion_range = 0.1;
+  bool use_fast_color_distort = true;
+  // inception_v4.py extras.
+  double cold_learning_rate = 0.001;
+  bool per_host_input_for_training = true;
+  // Ours.
+  double depth_multiplier = 1.0;
+  int32_t num_threads = 0;  // compute threads; 0 = all cores
+  std::string device;       // "" (from --use_tpu), "cpu", "cuda:N"
+  int64_t seed = 0;
+  int32_t keep_checkpoint_max = 5;
+  // The flags as given ("--name=value ..."), stored in checkpoint metadata.
+  std::string flags_text;
+};
+
+// Checks every value against what it may be; the message names the flag and the allowed
+// values. Pure: no files or devices are touched.
+Status validate_run_options(const RunOptions& options);
+
+}  // namespace ic

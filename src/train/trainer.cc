@@ -1,0 +1,154 @@
+#include "train/trainer.h"
+
+#include "train/ema.h"
+
+namespace ic {
+namespace {
+
+uint64_t dropout_seed(uint64_t seed, int64_t step) {
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(step) + 1;
+  x = (x ^ (x >> 31)) * 0xbf58476d1ce4e5b9ull;
+  return x ^ (x >> 29);
+}
+
+Status check_layout(const ModelState& state, const Graph& graph) {
+  if (graph.params.size() != state.params().size()) {
+    return error("graph has ", graph.params.size(), " parameters, the model state ",
+                 state.params().size());
+  }
+  for (size_t i = 0; i < graph.params.size(); ++i) {
+    if (graph.params[i].name != state.params()[i].name ||
+        !(graph.params[i].shape == state.params()[i].shape)) {
+      return error("graph parameter ", graph.params[i].name, " ", graph.params[i].shape.str(),
+                   " does not match the model state's ", state.params()[i].name);
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph& graph,
+                                                 const TrainRecipe& recipe) {
+  IC_RETURN_IF_ERROR(check_layout(state, graph));
+  if (!graph.training) return error("Trainer needs a training graph");
+  std::unique_ptr<Trainer> t(new Trainer(state));
+  t->recipe_ = recipe;
+  IC_ASSIGN_OR_RETURN(t->graph_, CompiledGraph::compile(graph, state.backend(), state.layout(),
+                                                        state.train_binding()));
+  t->loss_terms_ = graph.losses.size();
+  IC_ASSIGN_OR_RETURN(t->scratch_, state.backend().allocate((t->loss_terms_ + 16) * sizeof(float)));
+  const Shape& images = graph.values.at(graph.images).shape;
+  t->batch_size_ = images.n();
+  t->image_floats_ = images.numel();
+  return t;
+}
+
+void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
+  Backend& backend = state_.backend();
+  const ParamLayout& layout = state_.layout();
+  backend.upload(graph_->images(), images, static_cast<size_t>(image_floats_) * sizeof(float));
+  backend.upload(graph_->labels(), labels, static_cast<size_t>(batch_size_) * sizeof(int32_t));
+  const StepContext ctx{dropout_seed(recipe_.seed, state_.global_step), state_.global_step};
+  graph_->forward(ctx);
+  float* scratch = scratch_.as<float>();
+  if (want_loss) {
+    const std::vector<const float*> terms = graph_->loss_terms();
+    for (size_t i = 0; i < terms.size(); ++i)
+      backend.copy(scratch + 1 + i, terms[i], sizeof(float));
+    backend.sum_squares(state_.weights(), layout.decayed_count, scratch);
+  }
+  graph_->backward(ctx);
+  // Weight decay: d/dw of wd * sum(w^2)/2 is wd * w, over the decayed prefix of the arena.
+  if (recipe_.weight_decay != 0.f && layout.decayed_count > 0) {
+    backend.axpy(recipe_.weight_decay, state_.weights(), state_.grads(), layout.decayed_count);
+  }
+  last_learning_rate_ = learning_rate(recipe_.schedule, state_.global_step);
+  const float lr = static_cast<float>(last_learning_rate_);
+  OptimizerArgs args{state_.weights(), state_.grads(),         state_.slot1(),
+                     state_.slot2(),   layout.trainable_count, lr};
+  switch (recipe_.optimizer) {
+    case OptimizerKind::rmsprop:
+      backend.rmsprop_update(args, recipe_.rmsprop_decay, recipe_.rmsprop_momentum,
+                             recipe_.rmsprop_epsilon);
+      break;
+    case OptimizerKind::momentum:
+      backend.momentum_update(args, recipe_.momentum);  // accum = m*accum + g; p -= lr*accum
+      if (recipe_.nesterov) {
+        // TF's use_nesterov: p -= lr*g + lr*m*accum. The plain update took lr*accum, so
+        // add back lr*(1-m)*accum and take lr*g.
+        backend.axpy(-lr, state_.grads(), state_.weights(), layout.trainable_count);
+        backend.axpy(lr * (1.f - recipe_.momentum), state_.slot1(), state_.weights(),
+                     layout.trainable_count);
+      }
+      break;
+    case OptimizerKind::sgd: backend.sgd_update(args); break;
+  }
+  state_.global_step += 1;
+  if (recipe_.moving_average && state_.has_ema()) {
+    // TF's ema.apply runs after the train op, so num_updates is the incremented step.
+    const float decay = ema_decay(recipe_.moving_average_decay, state_.global_step);
+    backend.ema_update(state_.ema_weights(), state_.weights(), layout.trainable_count, decay);
+    backend.ema_update(state_.ema_state(), state_.state(), layout.state_count, decay);
+  }
+}
+
+float Trainer::loss() {
+  std::vector<float> host(loss_terms_ + 1);
+  state_.backend().download(host.data(), scratch_.data(), host.size() * sizeof(float));
+  float total = recipe_.weight_decay * host[0] / 2.f;
+  for (size_t i = 1; i < host.size(); ++i) total += host[i];
+  return total;
+}
+
+Result<std::unique_ptr<Evaluator>> Evaluator::create(ModelState& state, const Graph& graph,
+                                                     float weight_decay) {
+  IC_RETURN_IF_ERROR(check_layout(state, graph));
+  if (graph.training) return error("Evaluator needs an inference graph");
+  std::unique_ptr<Evaluator> e(new Evaluator(state));
+  IC_ASSIGN_OR_RETURN(e->graph_, CompiledGraph::compile(graph, state.backend(), state.layout(),
+                                                        state.eval_binding()));
+  IC_ASSIGN_OR_RETURN(e->scratch_, state.backend().allocate(16 * sizeof(float)));
+  e->weight_decay_ = weight_decay;
+  const Shape& images = graph.values.at(graph.images).shape;
+  e->batch_size_ = images.n();
+  e->image_floats_ = images.numel();
+  e->num_classes_ = graph.values.at(graph.logits).shape[1];
+  e->logits_.resize(static_cast<size_t>(e->batch_size_ * e->num_classes_));
+  return e;
+}
+
+void Evaluator::begin() {
+  counts_ = TopKCounts();
+  decay_loss_ = 0;
+  if (weight_decay_ != 0.f && state_.layout().decayed_count > 0) {
+    state_.backend().sum_squares(state_.eval_binding().weights, state_.layout().decayed_count,
+                                 scratch_.as<float>());
+    float sum = 0;
+    state_.backend().download(&sum, scratch_.data(), sizeof(float));
+    decay_loss_ = weight_decay_ * sum / 2.f;
+  }
+}
+
+void Evaluator::run_batch(const float* images, const int32_t* labels) {
+  Backend& backend = state_.backend();
+  backend.upload(graph_->images(), images, static_cast<size_t>(image_floats_) * sizeof(float));
+  if (graph_->labels() != nullptr && labels != nullptr) {
+    backend.upload(graph_->labels(), labels, static_cast<size_t>(batch_size_) * sizeof(int32_t));
+  }
+  graph_->forward(StepContext{0, state_.global_step});
+  backend.download(logits_.data(), graph_->logits(), logits_.size() * sizeof(float));
+  if (labels == nullptr) return;  // prediction only (classify)
+  accumulate_topk(logits_.data(), labels, batch_size_, num_classes_, &counts_);
+  const std::vector<const float*> terms = graph_->loss_terms();
+  if (terms.empty()) return;
+  double loss = decay_loss_;
+  for (const float* term : terms) {
+    float value = 0;
+    backend.download(&value, term, sizeof(float));
+    loss += value;
+  }
+  add_batch_loss(loss, &counts_);
+}
+
+}  // namespace ic

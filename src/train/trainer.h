@@ -1,0 +1,84 @@
+// One training step and one evaluation pass over compiled graphs, llm.c style: the step is
+// upload -> forward -> backward -> weight decay -> optimizer -> EMA, each a flat pass over
+// the ModelState arenas.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "graph/compiled_graph.h"
+#include "train/lr_schedule.h"
+#include "train/metrics.h"
+#include "train/model_state.h"
+
+namespace ic {
+
+// The reference's constants (facts §1.2, §4.4) plus the schedule.
+struct TrainRecipe {
+  OptimizerKind optimizer = OptimizerKind::rmsprop;
+  float rmsprop_decay = 0.9f, rmsprop_momentum = 0.9f, rmsprop_epsilon = 1.0f;
+  float momentum = 0.9f;
+  bool nesterov = false;       // ResNet-50's momentum is Nesterov
+  float weight_decay = 4e-5f;  // times sum(w^2)/2 over the decayed kernels
+  bool moving_average = true;
+  float moving_average_decay = 0.995f;
+  uint64_t seed = 0;  // dropout masks
+  LrScheduleOptions schedule;
+};
+
+class Trainer {
+ public:
+  // `graph` must be a training graph whose parameters match `state`'s layout.
+  static Result<std::unique_ptr<Trainer>> create(ModelState& state, const Graph& graph,
+                                                 const TrainRecipe& recipe);
+
+  // One step on a host batch: images [N,H,W,3] float32, labels [N] int32 (N = the graph's
+  // batch). Advances state.global_step. `want_loss` keeps this step's loss for loss().
+  void step(const float* images, const int32_t* labels, bool want_loss);
+  // The total loss of the last step run with want_loss (terms + weight decay), before the
+  // update, as the reference reports it.
+  float loss();
+  double last_learning_rate() const { return last_learning_rate_; }
+  int64_t batch_size() const { return batch_size_; }
+
+ private:
+  Trainer(ModelState& state) : state_(state) {}
+  ModelState& state_;
+  TrainRecipe recipe_;
+  std::unique_ptr<CompiledGraph> graph_;
+  DeviceBuffer scratch_;  // [0]: sum of squares, [1..]: copies of the loss terms
+  size_t loss_terms_ = 0;
+  int64_t batch_size_ = 0, image_floats_ = 0;
+  double last_learning_rate_ = 0;
+};
+
+class Evaluator {
+ public:
+  // `graph` is an inference graph with losses (training = false); it reads
+  // state.eval_binding() (the EMA shadows when kept).
+  static Result<std::unique_ptr<Evaluator>> create(ModelState& state, const Graph& graph,
+                                                   float weight_decay);
+
+  // Clears the counts and computes the weight-decay term of the current eval weights.
+  void begin();
+  // One batch; labels < 0 mark padding rows, which are not counted. labels may be null for a
+  // graph without losses: then only logits() is produced.
+  void run_batch(const float* images, const int32_t* labels);
+  const TopKCounts& counts() const { return counts_; }
+  int64_t batch_size() const { return batch_size_; }
+  // The logits of the last batch [N, num_classes], on the host.
+  const std::vector<float>& logits() const { return logits_; }
+
+ private:
+  Evaluator(ModelState& state) : state_(state) {}
+  ModelState& state_;
+  std::unique_ptr<CompiledGraph> graph_;
+  DeviceBuffer scratch_;
+  float weight_decay_ = 0, decay_loss_ = 0;
+  int64_t batch_size_ = 0, image_floats_ = 0, num_classes_ = 0;
+  std::vector<float> logits_;
+  std::vector<int32_t> labels_;
+  TopKCounts counts_;
+};
+
+}  // namespace ic

@@ -1,0 +1,139 @@
+// classify on a known tiny model: every weight zero except the logits biases, so every input's
+// logits are exactly those biases and the top-5 and probabilities are known in advance. The
+// raw biases and their EMA shadows differ, so the output also shows which ones were used.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "backend/backend.h"
+#include "data/image_codec.h"
+#include "io/checkpoint_dir.h"
+#include "models/model.h"
+#include "tools/tool_runner.h"
+#include "train/model_state.h"
+#include "train/npy.h"
+
+namespace ic {
+namespace {
+
+using testing::run_tool;
+using testing::TempDir;
+
+constexpr int kSize = 75;
+constexpr int kClasses = 10;
+const char* kBiases = "InceptionV3/Logits/Conv2d_1c_1x1/biases";
+
+// EMA biases (what classify must use) and raw biases (what it must not).
+const std::vector<float> kEma = {0.1f, 2.0f, -1.0f, 3.5f, 0.0f, 1.0f, -2.0f, 3.0f, 0.5f, 2.5f};
+const std::vector<float> kRaw = {9.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 8.0f};
+
+void write_known_model(const std::string& model_dir) {
+  auto backend = make_backend(BackendOptions{});
+  ASSERT_TRUE(backend.ok());
+  auto m = default_model_options("inception_v3");
+  ASSERT_TRUE(m.ok());
+  m->batch_size = 1;
+  m->height = m->width = kSize;
+  m->num_classes = kClasses;
+  m->depth_multiplier = 0.1f;
+  auto graph = build_model(*m);
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto state = ModelState::create(**backend, *graph, OptimizerKind::rmsprop, true, true);
+  ASSERT_TRUE(state.ok());
+  ASSERT_TRUE((*state)->initialize(3).ok());
+  (*state)->global_step = 42;
+  std::vector<TensorView> views = (*state)->checkpoint_tensors();
+  std::vector<std::string> storage(views.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    TensorView& v = views[i];
+    const size_t bytes = static_cast<size_t>(v.shape.numel()) * dtype_size(v.dtype);
+    storage[i].assign(static_cast<const char*>(v.data), bytes);
+    const bool stat = v.name.find("moving_") != std::string::npos;
+    if (v.name != "global_step" && !stat) std::fill(storage[i].begin(), storage[i].end(), '\0');
+    if (v.name == kBiases) std::memcpy(storage[i].data(), kRaw.data(), bytes);
+    if (v.name == std::string(kBiases) + "/ExponentialMovingAverage") {
+      std::memcpy(storage[i].data(), kEma.data(), bytes);
+    }
+    v.data = storage[i].data();
+  }
+  CheckpointMeta meta{"inception_v3", kClasses, kSize, kSize, 0.1, ""};
+  ASSERT_TRUE(save_checkpoint(model_dir, 42, checkpoint_metadata(meta), views, 5).ok());
+}
+
+TEST(Classify, KnownTinyModelGivesItsBiasesTopFive) {
+  TempDir dir;
+  write_known_model(dir.sub("model"));
+
+  // A PNG of another size (preprocessing resizes it) and a preprocessed .npy of 2 images.
+  RgbImage image{40, 52, std::vector<uint8_t>(40 * 52 * 3)};
+  std::mt19937 rng(1);
+  for (uint8_t& p : image.pixels) p = static_cast<uint8_t>(rng() & 0xff);
+  auto png = encode_png(image);
+  ASSERT_TRUE(png.ok());
+  std::ofstream(dir.sub("image.png"), std::ios::binary) << *png;
+  NpyArray arrays{{2, kSize, kSize, 3}, std::vector<float>(2 * kSize * kSize * 3, 0.25f)};
+  ASSERT_TRUE(write_npy(dir.sub("inputs.npy"), arrays).ok());
+  std::ofstream(dir.sub("labels.txt")) << "3 three\n7\tseven\n9 nine\n1 one\n";
+
+  auto out = run_tool("classify", "--model_dir=" + dir.sub("model") +
+                                      " --labels_file=" + dir.sub("labels.txt") +
+                                      " --logits_out=" + dir.sub("logits.npy") + " " +
+                                      dir.sub("image.png") + " " + dir.sub("inputs.npy"));
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_TRUE(out.contains("(global step 42)")) << out.output;
+  EXPECT_TRUE(out.contains(dir.sub("inputs.npy") + "[1]")) << out.output;
+
+  // Independent expectation: softmax of the EMA biases, top 5 = labels 3, 7, 9, 1, 5.
+  double sum = 0;
+  for (float b : kEma) sum += std::exp(double{b});
+  auto line = [&](int label, const char* name) {
+    char text[64];
+    std::snprintf(text, sizeof text, "  %.6f  %d%s%s\n", std::exp(double{kEma[label]}) / sum, label,
+                  name[0] ? "  " : "", name);
+    return std::string(text);
+  };
+  const std::string expected =
+      line(3, "three") + line(7, "seven") + line(9, "nine") + line(1, "one") + line(5, "");
+  EXPECT_TRUE(out.contains(dir.sub("image.png") + "\n" + expected)) << out.output << expected;
+  EXPECT_TRUE(out.contains(dir.sub("inputs.npy") + "[0]\n" + expected)) << out.output;
+
+  auto logits = read_npy(dir.sub("logits.npy"));
+  ASSERT_TRUE(logits.ok()) << logits.status().message();
+  ASSERT_EQ(logits->shape, (std::vector<int64_t>{3, kClasses}));
+  for (int row = 0; row < 3; ++row) {
+    for (int c = 0; c < kClasses; ++c) {
+      EXPECT_FLOAT_EQ(logits->data[row * kClasses + c], kEma[c]) << row << "," << c;
+    }
+  }
+
+  // The same checkpoint named directly.
+  auto latest = latest_checkpoint(dir.sub("model"));
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  auto direct = run_tool("classify", "--checkpoint=" + **latest + " " + dir.sub("inputs.npy"));
+  ASSERT_EQ(direct.exit_code, 0) << direct.output;
+  EXPECT_TRUE(direct.contains(line(3, ""))) << direct.output;
+}
+
+TEST(Classify, ErrorsNameWhatIsWrong) {
+  TempDir dir;
+  auto none = run_tool("classify", "--model_dir=" + dir.path() + " x.jpg");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_TRUE(none.contains("no checkpoint in " + dir.path())) << none.output;
+
+  write_known_model(dir.sub("model"));
+  NpyArray wrong{{1, 8, 8, 3}, std::vector<float>(8 * 8 * 3)};
+  ASSERT_TRUE(write_npy(dir.sub("small.npy"), wrong).ok());
+  auto bad = run_tool("classify", "--model_dir=" + dir.sub("model") + " " + dir.sub("small.npy"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(bad.contains(".npy shape must be [75,75,3]")) << bad.output;
+
+  auto flag = run_tool("classify", "--top=3 x.jpg");
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_TRUE(flag.contains("unknown command-line flag '--top=3'")) << flag.output;
+}
+
+}  // namespace
+}  // namespace ic

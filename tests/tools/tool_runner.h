@@ -1,0 +1,63 @@
+// Helpers for tests that run the real programs from build/bin (IC_TEST_BIN_DIR, set by CTest;
+// otherwise the directory of the test binary itself).
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace ic::testing {
+
+inline std::string bin_path(const std::string& program) {
+  const char* dir = std::getenv("IC_TEST_BIN_DIR");
+  if (dir != nullptr && *dir != '\0') return std::string(dir) + "/" + program;
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / program).string();
+}
+
+struct ToolOutput {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+  bool contains(const std::string& text) const { return output.find(text) != std::string::npos; }
+};
+
+// Runs `program args` through the shell and waits for it.
+inline ToolOutput run_tool(const std::string& program, const std::string& args) {
+  ToolOutput result;
+  const std::string command = bin_path(program) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// A fresh directory under the system temp dir, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    // mkdtemp replaces the trailing six 'X' characters.
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "ic_tools_").string() + std::string(6, 'X');
+    path_ = mkdtemp(pattern.data()) ? pattern : std::string();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace ic::testing

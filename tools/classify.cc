@@ -1,0 +1,97 @@
+// classify: top-5 classes of images (or preprocessed .npy arrays) under a trained checkpoint.
+//   classify --model_dir=DIR [--labels_file=F] [--logits_out=L.npy] cat.jpg dog.png ...
+// The flags live here, not in the library, so no program links two definitions of
+// --model_dir (the training programs define their own).
+#include "train/classify.h"
+
+#include <gflags/gflags.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "backend/backend.h"
+#include "train/flag_parser.h"
+#include "train/npy.h"
+
+DEFINE_string(model_dir, "", "Directory whose latest checkpoint is used");
+DEFINE_string(checkpoint, "", "A model.ckpt-N.safetensors file (instead of --model_dir)");
+DEFINE_string(labels_file, "", "Label names: '<label> <name>' lines, or one name per line");
+DEFINE_string(logits_out, "", "Write the raw logits [images, classes] to this .npy file");
+DEFINE_int32(top_k, 5, "Classes printed per input");
+DEFINE_string(device, "cpu", "cpu or cuda:N");
+DEFINE_int32(num_threads, 0, "CPU compute threads; 0 = all cores");
+
+namespace {
+
+int classify_main(int argc, char** argv) {
+  using namespace ic;
+  static const std::vector<std::string> kFlagFiles = {"classify.cc"};
+  Result<ParsedCommandLine> parsed = parse_command_line(argc, argv, kFlagFiles);
+  if (!parsed.ok()) {
+    std::cerr << "classify: " << parsed.status().message() << std::endl;
+    return 2;
+  }
+  if (parsed->help) {
+    std::cout << flags_help("classify", kFlagFiles)
+              << "\nArguments: image files (JPEG/PNG) or preprocessed float32 .npy arrays\n";
+    return 0;
+  }
+  BackendOptions b;
+  b.num_threads = FLAGS_num_threads;
+  if (FLAGS_device.rfind("cuda", 0) == 0) {
+    b.kind = DeviceKind::cuda;
+    b.device_index = FLAGS_device.size() > 5 ? std::atoi(FLAGS_device.c_str() + 5) : 0;
+  } else if (FLAGS_device != "cpu") {
+    std::cerr << "classify: bad value '" << FLAGS_device
+              << "' for --device (allowed: cpu, cuda, cuda:N)" << std::endl;
+    return 2;
+  }
+  std::map<int64_t, std::string> label_names;
+  if (!FLAGS_labels_file.empty()) {
+    Result<std::map<int64_t, std::string>> read = read_label_names(FLAGS_labels_file);
+    if (!read.ok()) {
+      std::cerr << "classify: " << read.status().message() << std::endl;
+      return 1;
+    }
+    label_names = std::move(*read);
+  }
+  Result<std::unique_ptr<Backend>> backend = make_backend(b);
+  if (!backend.ok()) {
+    std::cerr << "classify: " << backend.status().message() << std::endl;
+    return 1;
+  }
+  ClassifyOptions options{FLAGS_model_dir, FLAGS_checkpoint, parsed->positional, FLAGS_top_k};
+  Result<ClassifyResult> result = classify(options, **backend);
+  if (!result.ok()) {
+    std::cerr << "classify: " << result.status().message() << std::endl;
+    return 1;
+  }
+  std::cout << "checkpoint: " << result->checkpoint << " (global step " << result->global_step
+            << ")\n";
+  for (const auto& p : result->predictions) {
+    std::cout << p.input << "\n";
+    for (const auto& [label, probability] : p.top) {
+      std::ostringstream line;
+      line.setf(std::ios::fixed);
+      line.precision(6);
+      line << "  " << probability << "  " << label;
+      auto name = label_names.find(label);
+      if (name != label_names.end()) line << "  " << name->second;
+      std::cout << line.str() << "\n";
+    }
+  }
+  if (!FLAGS_logits_out.empty()) {
+    const Status written =
+        write_npy(FLAGS_logits_out, NpyArray{result->logits_shape, result->logits});
+    if (!written.ok()) {
+      std::cerr << "classify: " << written.message() << std::endl;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return classify_main(argc, argv); }

@@ -1,0 +1,5 @@
+// resnet50: train, evaluate or summarise resnet50 with the reference application's command line
+// (see docs/tutorial.md). Everything happens in ic::run_main.
+#include "train/run_main.h"
+
+int main(int argc, char** argv) { return ic::run_main("resnet50", argc, argv); }
