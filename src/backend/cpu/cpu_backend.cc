@@ -1,0 +1,210 @@
+// The CPU Backend: 64-byte aligned host memory, flat arena arithmetic in OpenMP loops,
+// and oneDNN-backed kernels compiled per op (see cpu_common.h for the kernel factories).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_common.h"
+
+namespace ic::cpu {
+
+void AlignedFree::operator()(void* p) const { std::free(p); }
+
+AlignedBuffer aligned_buffer(size_t bytes) {
+  return AlignedBuffer(bytes == 0 ? nullptr : std::aligned_alloc(64, align64(bytes)));
+}
+
+Status check_bindings(const char* op, const OpBindings& b, size_t inputs, size_t outputs,
+                      size_t params, size_t state) {
+  if (b.inputs.size() != inputs || b.outputs.size() != outputs || b.params.size() != params ||
+      b.state.size() != state) {
+    return error(op, ": bindings have ", b.inputs.size(), " inputs, ", b.outputs.size(),
+                 " outputs, ", b.params.size(), " params, ", b.state.size(), " state; expected ",
+                 inputs, ", ", outputs, ", ", params, ", ", state);
+  }
+  for (const void* p : b.inputs)
+    if (!p) return error(op, ": null input pointer");
+  for (void* p : b.outputs)
+    if (!p) return error(op, ": null output pointer");
+  for (void* p : b.params)
+    if (!p) return error(op, ": null parameter pointer");
+  for (void* p : b.state)
+    if (!p) return error(op, ": null state pointer");
+  return Status();
+}
+
+namespace {
+
+// Runs body(begin, end) over [0, count) in one contiguous chunk per thread, so the inner
+// loop stays a plain vectorisable loop. Small ranges run on the calling thread.
+template <typename Body>
+void flat_for(size_t count, Body body) {
+  constexpr size_t kSerialBelow = size_t{1} << 15;
+  if (count < kSerialBelow || omp_get_max_threads() == 1) {
+    body(size_t{0}, count);
+    return;
+  }
+#pragma omp parallel
+  {
+    const size_t threads = static_cast<size_t>(omp_get_num_threads());
+    const size_t t = static_cast<size_t>(omp_get_thread_num());
+    const size_t chunk = (count + threads - 1) / threads;
+    const size_t begin = std::min(count, t * chunk);
+    const size_t end = std::min(count, begin + chunk);
+    if (begin < end) body(begin, end);
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) : threads_(threads), partial_sums_(size_t(threads)) {}
+
+  DeviceKind kind() const override { return DeviceKind::cpu; }
+  std::string description() const override {
+    const dnnl_version_t* v = dnnl_version();
+    return "cpu: oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+           std::to_string(v->patch) + ", " + std::to_string(threads_) + " threads";
+  }
+
+  Result<DeviceBuffer> allocate(size_t bytes) override {
+    void* p = std::aligned_alloc(64, align64(std::max<size_t>(bytes, 1)));
+    if (!p) return error("cpu: cannot allocate ", bytes, " bytes");
+    return DeviceBuffer(p, bytes, [](void* q) { std::free(q); });
+  }
+  void upload(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (dst == src || bytes == 0) return;
+    auto* d = static_cast<char*>(dst);
+    const auto* s = static_cast<const char*>(src);
+    flat_for(bytes / 4,
+             [&](size_t b, size_t e) { std::memmove(d + 4 * b, s + 4 * b, 4 * (e - b)); });
+    const size_t tail = bytes % 4;
+    if (tail) std::memmove(d + bytes - tail, s + bytes - tail, tail);
+  }
+  void fill(float* dst, float value, size_t count) override {
+    flat_for(count, [&](size_t b, size_t e) { std::fill(dst + b, dst + e, value); });
+  }
+  void synchronize() override {}
+
+  Result<std::unique_ptr<OpKernel>> compile(const OpDesc& desc) override;
+
+  void add_inplace(float* y, const float* x, size_t count) override {
+    flat_for(count, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) y[i] += x[i];
+    });
+  }
+  void axpy(float a, const float* x, float* y, size_t count) override {
+    flat_for(count, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) y[i] += a * x[i];
+    });
+  }
+  // Accumulates in double per thread, then adds the per-thread sums in thread order (the
+  // same result every call for a given thread count).
+  void sum_squares(const float* x, size_t count, float* result) override {
+    std::vector<double>& partial = partial_sums_;
+    if (partial.size() < size_t(omp_get_max_threads()))  // only if the thread count grew
+      partial.resize(size_t(omp_get_max_threads()));
+    std::fill(partial.begin(), partial.end(), 0.0);
+    flat_for(count, [&](size_t b, size_t e) {
+      double s = 0.0;
+      for (size_t i = b; i < e; ++i) s += static_cast<double>(x[i]) * x[i];
+      partial[static_cast<size_t>(omp_get_thread_num())] = s;
+    });
+    double total = 0.0;
+    for (double s : partial) total += s;
+    *result = static_cast<float>(total);
+  }
+  void rmsprop_update(const OptimizerArgs& a, float decay, float momentum, float epsilon) override {
+    flat_for(a.count, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) {
+        const float g = a.grads[i];
+        const float ms = decay * a.slot1[i] + (1.f - decay) * g * g;
+        const float mom = momentum * a.slot2[i] + a.learning_rate * g / std::sqrt(ms + epsilon);
+        a.slot1[i] = ms;
+        a.slot2[i] = mom;
+        a.params[i] -= mom;
+      }
+    });
+  }
+  void momentum_update(const OptimizerArgs& a, float momentum) override {
+    flat_for(a.count, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) {
+        const float accum = momentum * a.slot1[i] + a.grads[i];
+        a.slot1[i] = accum;
+        a.params[i] -= a.learning_rate * accum;
+      }
+    });
+  }
+  void sgd_update(const OptimizerArgs& a) override {
+    flat_for(a.count, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) a.params[i] -= a.learning_rate * a.grads[i];
+    });
+  }
+  void ema_update(float* shadow, const float* value, size_t count, float decay) override {
+    const float rate = 1.f - decay;
+    flat_for(count, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) shadow[i] -= rate * (shadow[i] - value[i]);
+    });
+  }
+
+ private:
+  int threads_;
+  std::vector<double> partial_sums_;  // per thread, for sum_squares
+  DnnlContext dnnl_;
+};
+
+struct Compiler {
+  DnnlContext& ctx;
+  Result<std::unique_ptr<OpKernel>> operator()(const Conv2dDesc& d) { return make_conv2d(d, ctx); }
+  Result<std::unique_ptr<OpKernel>> operator()(const BatchNormDesc& d) {
+    return make_batch_norm(d, ctx);
+  }
+  Result<std::unique_ptr<OpKernel>> operator()(const ReluDesc& d) { return make_relu(d); }
+  Result<std::unique_ptr<OpKernel>> operator()(const Pool2dDesc& d) { return make_pool2d(d, ctx); }
+  Result<std::unique_ptr<OpKernel>> operator()(const GlobalAvgPoolDesc& d) {
+    return make_global_avg_pool(d);
+  }
+  Result<std::unique_ptr<OpKernel>> operator()(const ConcatDesc& d) { return make_concat(d); }
+  Result<std::unique_ptr<OpKernel>> operator()(const DropoutDesc& d) { return make_dropout(d); }
+  Result<std::unique_ptr<OpKernel>> operator()(const DenseDesc& d) { return make_dense(d, ctx); }
+  Result<std::unique_ptr<OpKernel>> operator()(const AddDesc& d) { return make_add(d); }
+  Result<std::unique_ptr<OpKernel>> operator()(const SoftmaxCrossEntropyDesc& d) {
+    return make_softmax_cross_entropy(d);
+  }
+  Result<std::unique_ptr<OpKernel>> operator()(const ReshapeDesc& d) { return make_reshape(d); }
+};
+
+Result<std::unique_ptr<OpKernel>> CpuBackend::compile(const OpDesc& desc) {
+  try {
+    auto kernel = std::visit(Compiler{dnnl_}, desc);
+    if (!kernel.ok()) return kernel.status().with_context(std::string("cpu: ") + op_name(desc));
+    return kernel;
+  } catch (const dnnl::error& e) {
+    return error("cpu: oneDNN cannot build ", op_name(desc), ": ", e.what());
+  }
+}
+
+}  // namespace
+}  // namespace ic::cpu
+
+namespace ic {
+
+Result<std::unique_ptr<Backend>> make_cpu_backend(const BackendOptions& options) {
+  if (options.num_threads < 0)
+    return error("cpu: num_threads must be >= 0, got ", options.num_threads);
+  omp_set_num_threads(options.num_threads > 0 ? options.num_threads : omp_get_num_procs());
+  const int threads = omp_get_max_threads();
+  try {
+    return std::unique_ptr<Backend>(std::make_unique<cpu::CpuBackend>(threads));
+  } catch (const dnnl::error& e) {
+    return error("cpu: cannot create the oneDNN engine: ", e.what());
+  }
+}
+
+}  // namespace ic

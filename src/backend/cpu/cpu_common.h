@@ -1,0 +1,95 @@
+// Shared pieces of the oneDNN backend: the engine and stream every kernel runs on, memory
+// descriptor helpers for the arena's layouts, and the kernel factories (one per op family).
+//
+// What each kernel's backward reads besides its output gradients, params and saved memory
+// (each kernel reports it through OpKernel::backward_reads()):
+//   conv2d, dense:          inputs[0] (x) and params (weights)
+//   batch_norm:             inputs[0] (x), params, saved (batch mean/variance, ReLU mask)
+//   relu, add+relu:         outputs[0] (y)
+//   max_pool:               saved (oneDNN's argmax workspace)
+//   softmax_cross_entropy:  inputs (logits, labels)
+//   avg_pool, global_avg_pool, concat, dropout, reshape, add: nothing
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace ic::cpu {
+
+// One CPU engine and one in-order stream for the whole backend.
+struct DnnlContext {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+};
+
+using dims = dnnl::memory::dims;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+// NHWC activation [N,H,W,C] as oneDNN sees it (logical NCHW dims, physical nhwc).
+inline dnnl::memory::desc nhwc_md(const Shape& s, dt type = dt::f32) {
+  return dnnl::memory::desc({s.n(), s.c(), s.h(), s.w()}, type, tag::nhwc);
+}
+
+// Bytes rounded up so consecutive sub-buffers stay 64-byte aligned.
+inline size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// A 64-byte aligned buffer owned by a kernel (reordered weights and the like).
+struct AlignedFree {
+  void operator()(void* p) const;
+};
+using AlignedBuffer = std::unique_ptr<void, AlignedFree>;
+AlignedBuffer aligned_buffer(size_t bytes);
+
+// Wraps `ptr` (may be null: bound later with set_data_handle) in a oneDNN memory object.
+inline dnnl::memory wrap(const dnnl::memory::desc& md, const DnnlContext& ctx, const void* ptr) {
+  return dnnl::memory(md, ctx.engine, const_cast<void*>(ptr));
+}
+
+// One primitive with its arguments, built at bind time so forward/backward only execute
+// (building the argument map per call would allocate).
+struct DnnlStep {
+  dnnl::primitive primitive;
+  std::unordered_map<int, dnnl::memory> args;
+};
+inline void run_steps(std::vector<DnnlStep>& steps, dnnl::stream& stream) {
+  for (DnnlStep& step : steps) step.primitive.execute(stream, step.args);
+}
+inline DnnlStep reorder_step(const dnnl::memory& from, const dnnl::memory& to) {
+  return {dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}};
+}
+
+// Checks a bindings list has the expected counts; names the op in the error.
+Status check_bindings(const char* op, const OpBindings& b, size_t inputs, size_t outputs,
+                      size_t params, size_t state);
+
+// Runs `body(i)` for i in [0, count), split over OpenMP threads when the work is large.
+template <typename Body>
+void parallel_for(int64_t count, int64_t min_per_thread, Body body) {
+  if (count < 2 * min_per_thread) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i) body(i);
+}
+
+// Kernel factories. Each returns an error for shapes it cannot handle.
+Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& ctx);
+Result<std::unique_ptr<OpKernel>> make_batch_norm(const BatchNormDesc& d, DnnlContext& ctx);
+Result<std::unique_ptr<OpKernel>> make_pool2d(const Pool2dDesc& d, DnnlContext& ctx);
+Result<std::unique_ptr<OpKernel>> make_dense(const DenseDesc& d, DnnlContext& ctx);
+Result<std::unique_ptr<OpKernel>> make_relu(const ReluDesc& d);
+Result<std::unique_ptr<OpKernel>> make_add(const AddDesc& d);
+Result<std::unique_ptr<OpKernel>> make_global_avg_pool(const GlobalAvgPoolDesc& d);
+Result<std::unique_ptr<OpKernel>> make_concat(const ConcatDesc& d);
+Result<std::unique_ptr<OpKernel>> make_dropout(const DropoutDesc& d);
+Result<std::unique_ptr<OpKernel>> make_softmax_cross_entropy(const SoftmaxCrossEntropyDesc& d);
+Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d);
+
+}  // namespace ic::cpu

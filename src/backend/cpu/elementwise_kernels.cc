@@ -1,0 +1,287 @@
+// Kernels that are plain loops over NHWC memory: ReLU, Add(+ReLU), channel Concat,
+// GlobalAvgPool, Dropout and Reshape. All are written to be safe when an output aliases
+// its input (the graph may run ReLU or Reshape in place).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/cpu_common.h"
+#include "backend/cpu/dropout_mask.h"
+
+namespace ic::cpu {
+namespace {
+
+constexpr int64_t kChunk = 1 << 14;  // elements per parallel task in flat loops
+
+// Runs body(begin, end) over [0, count) in chunks of kChunk elements.
+template <typename Body>
+void chunked(int64_t count, Body body) {
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  parallel_for(chunks, 1, [&](int64_t c) {
+    const int64_t begin = c * kChunk;
+    body(begin, std::min(count, begin + kChunk));
+  });
+}
+
+class ReluKernel final : public OpKernel {
+ public:
+  explicit ReluKernel(const ReluDesc& d) : count_(d.input.numel()) {}
+  BackwardReads backward_reads() const override { return {false, true}; }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("relu", b, 1, 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext&) override {
+    const auto* x = static_cast<const float*>(b_.inputs[0]);
+    auto* y = static_cast<float*>(b_.outputs[0]);
+    chunked(count_, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) y[i] = std::max(x[i], 0.f);
+    });
+  }
+  // dx = dy where y > 0.
+  void backward(const StepContext&) override {
+    if (b_.input_grads.empty() || !b_.input_grads[0]) return;
+    const auto* y = static_cast<const float*>(b_.outputs[0]);
+    const auto* dy = static_cast<const float*>(b_.output_grads[0]);
+    auto* dx = static_cast<float*>(b_.input_grads[0]);
+    chunked(count_, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
+    });
+  }
+
+ private:
+  int64_t count_;
+  OpBindings b_;
+};
+
+class AddKernel final : public OpKernel {
+ public:
+  explicit AddKernel(const AddDesc& d) : count_(d.input.numel()), relu_(d.fused_relu) {}
+  BackwardReads backward_reads() const override { return {false, relu_}; }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("add", b, 2, 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext&) override {
+    const auto* a = static_cast<const float*>(b_.inputs[0]);
+    const auto* c = static_cast<const float*>(b_.inputs[1]);
+    auto* y = static_cast<float*>(b_.outputs[0]);
+    const float floor = relu_ ? 0.f : -INFINITY;
+    chunked(count_, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) y[i] = std::max(a[i] + c[i], floor);
+    });
+  }
+  void backward(const StepContext&) override {
+    const auto* y = static_cast<const float*>(b_.outputs[0]);
+    const auto* dy = static_cast<const float*>(b_.output_grads[0]);
+    for (size_t k = 0; k < b_.input_grads.size(); ++k) {
+      auto* dx = static_cast<float*>(b_.input_grads[k]);
+      if (!dx) continue;
+      chunked(count_, [&](int64_t s, int64_t e) {
+        if (relu_) {
+          for (int64_t i = s; i < e; ++i) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
+        } else if (dx != dy) {
+          std::memcpy(dx + s, dy + s, sizeof(float) * static_cast<size_t>(e - s));
+        }
+      });
+    }
+  }
+
+ private:
+  int64_t count_;
+  bool relu_;
+  OpBindings b_;
+};
+
+// y[p, off_k + c] = x_k[p, c] for every pixel p = (n,h,w).
+class ConcatKernel final : public OpKernel {
+ public:
+  explicit ConcatKernel(const ConcatDesc& d) : pixels_(d.inputs.at(0).numel() / d.inputs[0].c()) {
+    int64_t offset = 0;
+    for (const Shape& s : d.inputs) {
+      channels_.push_back(s.c());
+      offsets_.push_back(offset);
+      offset += s.c();
+    }
+    total_ = offset;
+  }
+  BackwardReads backward_reads() const override { return {false, false}; }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("concat", b, channels_.size(), 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext&) override {
+    auto* y = static_cast<float*>(b_.outputs[0]);
+    parallel_for(pixels_, 64, [&](int64_t p) {
+      for (size_t k = 0; k < channels_.size(); ++k) {
+        const auto* x = static_cast<const float*>(b_.inputs[k]);
+        std::memcpy(y + p * total_ + offsets_[k], x + p * channels_[k],
+                    sizeof(float) * static_cast<size_t>(channels_[k]));
+      }
+    });
+  }
+  void backward(const StepContext&) override {
+    const auto* dy = static_cast<const float*>(b_.output_grads[0]);
+    parallel_for(pixels_, 64, [&](int64_t p) {
+      for (size_t k = 0; k < channels_.size(); ++k) {
+        auto* dx = static_cast<float*>(b_.input_grads[k]);
+        if (!dx) continue;
+        std::memcpy(dx + p * channels_[k], dy + p * total_ + offsets_[k],
+                    sizeof(float) * static_cast<size_t>(channels_[k]));
+      }
+    });
+  }
+
+ private:
+  int64_t pixels_, total_ = 0;
+  std::vector<int64_t> channels_, offsets_;
+  OpBindings b_;
+};
+
+// y[n,c] = mean over (h,w) of x[n,h,w,c].
+class GlobalAvgPoolKernel final : public OpKernel {
+ public:
+  explicit GlobalAvgPoolKernel(const GlobalAvgPoolDesc& d)
+      : n_(d.input.n()), hw_(d.input.h() * d.input.w()), c_(d.input.c()) {}
+  BackwardReads backward_reads() const override { return {false, false}; }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("global_avg_pool", b, 1, 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext&) override {
+    const auto* x = static_cast<const float*>(b_.inputs[0]);
+    auto* y = static_cast<float*>(b_.outputs[0]);
+    const float scale = 1.f / static_cast<float>(hw_);
+    parallel_for(n_, 1, [&](int64_t n) {
+      float* yn = y + n * c_;
+      std::fill(yn, yn + c_, 0.f);
+      for (int64_t p = 0; p < hw_; ++p) {
+        const float* xp = x + (n * hw_ + p) * c_;
+        for (int64_t c = 0; c < c_; ++c) yn[c] += xp[c];
+      }
+      for (int64_t c = 0; c < c_; ++c) yn[c] *= scale;
+    });
+  }
+  void backward(const StepContext&) override {
+    if (b_.input_grads.empty() || !b_.input_grads[0]) return;
+    const auto* dy = static_cast<const float*>(b_.output_grads[0]);
+    auto* dx = static_cast<float*>(b_.input_grads[0]);
+    const float scale = 1.f / static_cast<float>(hw_);
+    parallel_for(n_ * hw_, 16, [&](int64_t np) {
+      const float* dyn = dy + (np / hw_) * c_;
+      float* dxp = dx + np * c_;
+      for (int64_t c = 0; c < c_; ++c) dxp[c] = dyn[c] * scale;
+    });
+  }
+
+ private:
+  int64_t n_, hw_, c_;
+  OpBindings b_;
+};
+
+class DropoutKernel final : public OpKernel {
+ public:
+  explicit DropoutKernel(const DropoutDesc& d)
+      : count_(d.input.numel()),
+        training_(d.training),
+        threshold_(dropout_threshold(d.keep_prob)),
+        keep_prob_(d.keep_prob) {}
+  BackwardReads backward_reads() const override { return {false, false}; }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("dropout", b, 1, 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext& ctx) override {
+    apply(ctx.seed, static_cast<const float*>(b_.inputs[0]), static_cast<float*>(b_.outputs[0]));
+  }
+  void backward(const StepContext& ctx) override {
+    if (b_.input_grads.empty() || !b_.input_grads[0]) return;
+    apply(ctx.seed, static_cast<const float*>(b_.output_grads[0]),
+          static_cast<float*>(b_.input_grads[0]));
+  }
+
+ private:
+  // out = in * mask / keep_prob (the same mask forward and backward). Divides rather than
+  // multiplies by 1/keep_prob so the CUDA kernel's values match bit for bit.
+  void apply(uint64_t seed, const float* in, float* out) const {
+    if (!training_) {
+      if (in != out) std::memcpy(out, in, sizeof(float) * static_cast<size_t>(count_));
+      return;
+    }
+    chunked(count_, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) {
+        const bool keep = dropout_keep(seed, static_cast<uint64_t>(i), threshold_);
+        out[i] = keep ? in[i] / keep_prob_ : 0.f;
+      }
+    });
+  }
+
+  int64_t count_;
+  bool training_;
+  uint32_t threshold_;
+  float keep_prob_;
+  OpBindings b_;
+};
+
+class ReshapeKernel final : public OpKernel {
+ public:
+  explicit ReshapeKernel(const ReshapeDesc& d) : bytes_(sizeof(float) * d.input.numel()) {}
+  BackwardReads backward_reads() const override { return {false, false}; }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("reshape", b, 1, 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext&) override {
+    if (b_.outputs[0] != b_.inputs[0]) std::memcpy(b_.outputs[0], b_.inputs[0], bytes_);
+  }
+  void backward(const StepContext&) override {
+    if (b_.input_grads.empty() || !b_.input_grads[0]) return;
+    if (b_.input_grads[0] != b_.output_grads[0])
+      std::memcpy(b_.input_grads[0], b_.output_grads[0], bytes_);
+  }
+
+ private:
+  size_t bytes_;
+  OpBindings b_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<OpKernel>> make_relu(const ReluDesc& d) {
+  return std::unique_ptr<OpKernel>(std::make_unique<ReluKernel>(d));
+}
+Result<std::unique_ptr<OpKernel>> make_add(const AddDesc& d) {
+  return std::unique_ptr<OpKernel>(std::make_unique<AddKernel>(d));
+}
+Result<std::unique_ptr<OpKernel>> make_concat(const ConcatDesc& d) {
+  if (d.inputs.empty()) return error("concat of no inputs");
+  for (const Shape& s : d.inputs) {
+    if (s.rank() != 4 || s.n() != d.inputs[0].n() || s.h() != d.inputs[0].h() ||
+        s.w() != d.inputs[0].w())
+      return error("concat inputs must be NHWC with equal N,H,W; got ", s.str(), " and ",
+                   d.inputs[0].str());
+  }
+  return std::unique_ptr<OpKernel>(std::make_unique<ConcatKernel>(d));
+}
+Result<std::unique_ptr<OpKernel>> make_global_avg_pool(const GlobalAvgPoolDesc& d) {
+  if (d.input.rank() != 4) return error("global_avg_pool needs NHWC input, got ", d.input.str());
+  return std::unique_ptr<OpKernel>(std::make_unique<GlobalAvgPoolKernel>(d));
+}
+Result<std::unique_ptr<OpKernel>> make_dropout(const DropoutDesc& d) {
+  if (!(d.keep_prob > 0.f && d.keep_prob <= 1.f))
+    return error("dropout keep_prob must be in (0, 1], got ", d.keep_prob);
+  return std::unique_ptr<OpKernel>(std::make_unique<DropoutKernel>(d));
+}
+Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d) {
+  if (d.input.numel() != d.output.numel())
+    return error("reshape from ", d.input.str(), " to ", d.output.str(), " changes the size");
+  return std::unique_ptr<OpKernel>(std::make_unique<ReshapeKernel>(d));
+}
+
+}  // namespace ic::cpu

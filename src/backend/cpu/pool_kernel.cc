@@ -1,0 +1,110 @@
+// Max and average pooling on oneDNN, NHWC, with TensorFlow's asymmetric SAME padding.
+// Average pooling divides by the number of real (unpadded) inputs in each window, as TF.
+// Training max pooling saves oneDNN's argmax workspace for backward.
+#include <unordered_map>
+
+#include "backend/cpu/cpu_common.h"
+
+namespace ic::cpu {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using dnnl::pooling_backward;
+using dnnl::pooling_forward;
+using dnnl::prop_kind;
+
+class PoolKernel final : public OpKernel {
+ public:
+  PoolKernel(const Pool2dDesc& d, DnnlContext& ctx) : ctx_(ctx) {
+    const Pads pads = tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h,
+                              d.stride_w, d.padding);
+    x_md_ = nhwc_md(d.input);
+    y_md_ = nhwc_md(d.output());
+    const algorithm alg =
+        d.kind == PoolKind::max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
+    const memory::dims strides{d.stride_h, d.stride_w}, kernel{d.kernel_h, d.kernel_w};
+    const memory::dims pad_l{pads.top, pads.left}, pad_r{pads.bottom, pads.right};
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    fwd_pd_ = pooling_forward::primitive_desc(
+        pooling_forward::desc(prop_kind::forward_training, alg, x_md_, y_md_, strides, kernel,
+                              pad_l, pad_r),
+        attr, ctx.engine);
+    fwd_ = pooling_forward(fwd_pd_);
+    bwd_pd_ = pooling_backward::primitive_desc(
+        pooling_backward::desc(alg, x_md_, y_md_, strides, kernel, pad_l, pad_r), attr, ctx.engine,
+        fwd_pd_);
+    bwd_ = pooling_backward(bwd_pd_);
+    saved_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
+    scratch_bytes_ = align64(
+        std::max(fwd_pd_.scratchpad_desc().get_size(), bwd_pd_.scratchpad_desc().get_size()));
+  }
+
+  size_t saved_bytes() const override { return saved_bytes_; }
+  size_t workspace_bytes() const override { return scratch_bytes_; }
+  BackwardReads backward_reads() const override { return {false, false}; }
+
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("pool2d", b, 1, 1, 0, 0));
+    if (saved_bytes_ && !b.saved)
+      return error("pool2d: needs ", saved_bytes_, " bytes of saved memory, got none");
+    if (scratch_bytes_ && !b.workspace)
+      return error("pool2d: needs ", scratch_bytes_, " bytes of workspace, got none");
+    has_grads_ = false;  // bind may be called again with other pointers
+    try {
+      const dnnl::engine& eng = ctx_.engine;
+      x_ = wrap(x_md_, ctx_, b.inputs[0]);
+      y_ = memory(y_md_, eng, b.outputs[0]);
+      if (saved_bytes_) ws_ = memory(fwd_pd_.workspace_desc(), eng, b.saved);
+      scratch_fwd_ = memory(fwd_pd_.scratchpad_desc(), eng, b.workspace);
+      scratch_bwd_ = memory(bwd_pd_.scratchpad_desc(), eng, b.workspace);
+      if (!b.output_grads.empty() && b.output_grads[0] && !b.input_grads.empty() &&
+          b.input_grads[0]) {
+        dy_ = wrap(y_md_, ctx_, b.output_grads[0]);
+        dx_ = memory(x_md_, eng, b.input_grads[0]);
+        has_grads_ = true;
+      }
+      // The argument maps, built once so forward/backward allocate nothing.
+      fwd_args_ = {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}, {DNNL_ARG_SCRATCHPAD, scratch_fwd_}};
+      bwd_args_ = {
+          {DNNL_ARG_DIFF_DST, dy_}, {DNNL_ARG_DIFF_SRC, dx_}, {DNNL_ARG_SCRATCHPAD, scratch_bwd_}};
+      if (saved_bytes_) fwd_args_[DNNL_ARG_WORKSPACE] = bwd_args_[DNNL_ARG_WORKSPACE] = ws_;
+    } catch (const dnnl::error& e) {
+      return error("pool2d: binding oneDNN memory: ", e.what());
+    }
+    return Status();
+  }
+
+  void forward(const StepContext&) override { fwd_.execute(ctx_.stream, fwd_args_); }
+  void backward(const StepContext&) override {
+    if (has_grads_) bwd_.execute(ctx_.stream, bwd_args_);
+  }
+
+ private:
+  DnnlContext& ctx_;
+  memory::desc x_md_, y_md_;
+  pooling_forward::primitive_desc fwd_pd_;
+  pooling_forward fwd_;
+  pooling_backward::primitive_desc bwd_pd_;
+  pooling_backward bwd_;
+  size_t saved_bytes_ = 0, scratch_bytes_ = 0;
+  memory x_, y_, ws_, dy_, dx_, scratch_fwd_, scratch_bwd_;
+  std::unordered_map<int, memory> fwd_args_, bwd_args_;
+  bool has_grads_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<OpKernel>> make_pool2d(const Pool2dDesc& d, DnnlContext& ctx) {
+  if (d.input.rank() != 4 || d.kernel_h <= 0 || d.kernel_w <= 0 || d.stride_h <= 0 ||
+      d.stride_w <= 0)
+    return error("pool2d: bad description: input ", d.input.str(), ", kernel ", d.kernel_h, "x",
+                 d.kernel_w, ", stride ", d.stride_h, "x", d.stride_w);
+  const Shape out = d.output();
+  if (out.h() <= 0 || out.w() <= 0)
+    return error("pool2d: input ", d.input.str(), " is smaller than the window");
+  return std::unique_ptr<OpKernel>(std::make_unique<PoolKernel>(d, ctx));
+}
+
+}  // namespace ic::cpu
