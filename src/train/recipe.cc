@@ -41,6 +41,7 @@ Result<TrainRecipe> train_recipe_for(const RunOptions& options) {
   r.schedule.warmup_epochs = options.warmup_epochs;
   r.schedule.cold_learning_rate = options.cold_learning_rate;
   r.schedule.train_steps = options.train_steps;
+  r.schedule.num_train_images = options.num_train_images;
   IC_RETURN_IF_ERROR(validate_lr_schedule(r.schedule));
   return r;
 }

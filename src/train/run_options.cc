@@ -60,6 +60,9 @@ Status validate_run_options(const RunOptions& o) {
   IC_RETURN_IF_ERROR(at_least("followup_shuffle_buffer_size", o.followup_shuffle_buffer_size, 0));
   IC_RETURN_IF_ERROR(at_least("num_threads", o.num_threads, 0));
   IC_RETURN_IF_ERROR(at_least("keep_checkpoint_max", o.keep_checkpoint_max, 1));
+  if (o.num_train_images < 1) {
+    return error("bad value ", o.num_train_images, " for --num_train_images (allowed: >= 1)");
+  }
   if (!(o.learning_rate > 0)) {
     return error("bad value ", o.learning_rate, " for --learning_rate (allowed: > 0)");
   }

@@ -64,6 +64,9 @@ DEFINE_int32(num_threads, 0, "CPU compute threads; 0 = all cores");
 DEFINE_string(device, "", "cpu or cuda:N; empty: decided by --use_tpu");
 DEFINE_int64(seed, 0, "Seed of initialisation, data order, augmentation and dropout");
 DEFINE_int32(keep_checkpoint_max, 5, "Checkpoints kept in --model_dir");
+DEFINE_int64(num_train_images, 1281167,
+             "Training images per epoch (learning-rate schedule, current_epoch); ImageNet's "
+             "by default as the reference");
 
 namespace ic {
 namespace {
@@ -163,6 +166,7 @@ RunOptions read_run_options(const std::string& model) {
   o.device = FLAGS_device;
   o.seed = FLAGS_seed;
   o.keep_checkpoint_max = FLAGS_keep_checkpoint_max;
+  o.num_train_images = FLAGS_num_train_images;
   o.flags_text = flags_as_text(training_flag_files());
   return o;
 }
