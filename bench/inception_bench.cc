@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/openmp_env.h"
 #include "models/model.h"
 #include "train/model_state.h"
 #include "train/trainer.h"
@@ -65,6 +66,7 @@ int fail(const ic::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ic::use_passive_openmp_wait(argv);
   Args a;
   if (!parse(argc, argv, &a)) {
     std::fprintf(stderr,

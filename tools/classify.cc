@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "backend/backend.h"
+#include "core/openmp_env.h"
 #include "train/flag_parser.h"
 #include "train/npy.h"
 
@@ -94,4 +95,7 @@ int classify_main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return classify_main(argc, argv); }
+int main(int argc, char** argv) {
+  ic::use_passive_openmp_wait(argv);
+  return classify_main(argc, argv);
+}

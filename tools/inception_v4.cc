@@ -1,5 +1,9 @@
 // inception_v4: train, evaluate or summarise inception_v4 with the reference application's command
 // line (see docs/tutorial.md). Everything happens in ic::run_main.
+#include "core/openmp_env.h"
 #include "train/run_main.h"
 
-int main(int argc, char** argv) { return ic::run_main("inception_v4", argc, argv); }
+int main(int argc, char** argv) {
+  ic::use_passive_openmp_wait(argv);
+  return ic::run_main("inception_v4", argc, argv);
+}

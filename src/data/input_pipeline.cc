@@ -109,6 +109,9 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
   pre.width = options.width;
   pre.vgg_resize_side_min = options.vgg_resize_side_min;
   pre.vgg_resize_side_max = options.vgg_resize_side_max;
+  pre.box = options.crop;
+  pre.cb_range = options.cb_range;
+  pre.cr_range = options.cr_range;
   uint64_t seed = options.seed;
   if (!options.deterministic)
     seed ^= (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();

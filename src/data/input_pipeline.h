@@ -39,6 +39,10 @@ struct InputOptions {
   int prefetch_batches = 2;             // batches prepared ahead of the consumer
   int64_t max_eval_images = 0;          // eval: stop after this many records (0 = all)
   int vgg_resize_side_min = 300, vgg_resize_side_max = 600;
+  // Inception training preprocessing: the crop sampler (sample_distorted_bounding_box's
+  // arguments) and the colour distortion's ranges.
+  DistortedBoxOptions crop;
+  float cb_range = 0.1f, cr_range = 0.1f;
 };
 
 // One batch. Rows whose label is -1 are padding (eval's last batch) or images that could not be

@@ -61,6 +61,9 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
   in.preprocessing = options.preprocessing == "vgg" ? PreprocessOptions::Kind::vgg
                                                     : PreprocessOptions::Kind::inception;
   in.use_annotated_bbox = options.use_annotated_bbox;
+  in.crop.min_area = static_cast<float>(options.min_crop_area);
+  in.cb_range = static_cast<float>(options.cb_distortion_range);
+  in.cr_range = static_cast<float>(options.cr_distortion_range);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   in.num_threads = std::min(options.num_parallel_calls, cores);
   in.seed = static_cast<uint64_t>(options.seed);

@@ -71,6 +71,9 @@ struct RunOptions {
   // Training images per epoch, for the epoch-based learning-rate schedules and
   // current_epoch. The reference hard-codes ImageNet's 1,281,167; other data sets set it.
   int64_t num_train_images = 1281167;
+  // The smallest crop, as a fraction of the image area, that Inception training
+  // preprocessing samples (sample_distorted_bounding_box's area_range starts here).
+  double min_crop_area = 0.05;
   // The flags as given ("--name=value ..."), stored in checkpoint metadata.
   std::string flags_text;
 };

@@ -67,6 +67,9 @@ DEFINE_int32(keep_checkpoint_max, 5, "Checkpoints kept in --model_dir");
 DEFINE_int64(num_train_images, 1281167,
              "Training images per epoch (learning-rate schedule, current_epoch); ImageNet's "
              "by default as the reference");
+DEFINE_double(min_crop_area, 0.05,
+              "Inception training crops cover at least this fraction of the image area "
+              "(the reference's fixed area_range starts at 0.05)");
 
 namespace ic {
 namespace {
@@ -167,6 +170,7 @@ RunOptions read_run_options(const std::string& model) {
   o.seed = FLAGS_seed;
   o.keep_checkpoint_max = FLAGS_keep_checkpoint_max;
   o.num_train_images = FLAGS_num_train_images;
+  o.min_crop_area = FLAGS_min_crop_area;
   o.flags_text = flags_as_text(training_flag_files());
   return o;
 }
