@@ -112,6 +112,7 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
   pre.box = options.crop;
   pre.cb_range = options.cb_range;
   pre.cr_range = options.cr_range;
+  pre.fast_color_distort = options.fast_color_distort;
   uint64_t seed = options.seed;
   if (!options.deterministic)
     seed ^= (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();

@@ -43,6 +43,7 @@ struct InputOptions {
   // arguments) and the colour distortion's ranges.
   DistortedBoxOptions crop;
   float cb_range = 0.1f, cr_range = 0.1f;
+  bool fast_color_distort = true;  // false: TF-slim brightness + saturation (PreprocessOptions)
 };
 
 // One batch. Rows whose label is -1 are padding (eval's last batch) or images that could not be

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "data/color_ops.h"
 #include "data/resample_kernels.h"
 
 namespace ic {
@@ -280,26 +281,38 @@ Status preprocess_image(std::string_view encoded, std::span<const BoundingBox> b
   PixelMap map;
   CropWindow crop;
   bool flip = false;
+  bool slim_color = false;  // TF-slim distort_color after resampling (fast_color_distort off)
+  SlimColorDistortion color;
   if (options.kind == PreprocessOptions::Kind::inception) {
     if (options.training) {
       IC_ASSIGN_OR_RETURN(
           crop, sample_distorted_bounding_box(size.height, size.width, boxes, options.box, rng));
       flip = rng.coin();
-      // Fast colour distortion on [0, 1] values: a brightness offset plus a Cb/Cr shift
-      // expressed as per-channel offsets (YCbCr->RGB coefficients), then clip to [0, 1].
-      const float br = rng.uniform(-options.brightness_delta, options.brightness_delta);
-      const float cb = rng.uniform(-options.cb_range, options.cb_range);
-      const float cr = rng.uniform(-options.cr_range, options.cr_range);
-      map.bias[0] = 1.402f * cr + br;
-      map.bias[1] = -0.344136f * cb - 0.714136f * cr + br;
-      map.bias[2] = 1.772f * cb + br;
-      map.clip01 = true;
+      if (options.fast_color_distort) {
+        // Fast colour distortion on [0, 1] values: a brightness offset plus a Cb/Cr shift
+        // expressed as per-channel offsets (YCbCr->RGB coefficients), then clip to [0, 1].
+        const float br = rng.uniform(-options.brightness_delta, options.brightness_delta);
+        const float cb = rng.uniform(-options.cb_range, options.cb_range);
+        const float cr = rng.uniform(-options.cr_range, options.cr_range);
+        map.bias[0] = 1.402f * cr + br;
+        map.bias[1] = -0.344136f * cb - 0.714136f * cr + br;
+        map.bias[2] = 1.772f * cb + br;
+        map.clip01 = true;
+      } else {
+        // Saturation is not affine in RGB: resample to [0, 1] here, distort and scale after.
+        slim_color = true;
+        color.ordering = 0;  // fast_mode=True: one case in apply_with_random_selector
+        color.brightness_delta = rng.uniform(-options.brightness_delta, options.brightness_delta);
+        color.saturation_factor = rng.uniform(options.saturation_lower, options.saturation_upper);
+      }
     } else {
       crop = central_crop_window(size.height, size.width, options.eval_central_fraction);
     }
     map.in_scale = 1.0f / 255.0f;
-    map.out_scale = 2.0f;  // (x - 0.5) * 2
-    for (float& b : map.out_bias) b = -1.0f;
+    if (!slim_color) {
+      map.out_scale = 2.0f;  // (x - 0.5) * 2
+      for (float& b : map.out_bias) b = -1.0f;
+    }
     ys = AxisSpec{crop.y, crop.height, static_cast<float>(crop.height) / out_h, 0, 0};
     xs = AxisSpec{crop.x, crop.width, static_cast<float>(crop.width) / out_w, 0, 0};
   } else {
@@ -360,6 +373,11 @@ Status preprocess_image(std::string_view encoded, std::span<const BoundingBox> b
   ys.base = decoded.y;
   xs.base = decoded.x;
   resample(image, ys, xs, out_h, out_w, flip, map, scratch, out);
+  if (slim_color) {
+    const size_t pixels = static_cast<size_t>(out_h) * out_w;
+    apply_slim_color_distortion(color, out, pixels);
+    for (size_t i = 0; i < pixels * 3; ++i) out[i] = (out[i] - 0.5f) * 2.0f;
+  }
   if (trace != nullptr) *trace = PreprocessTrace{crop, denom, flip};
   return Status();
 }

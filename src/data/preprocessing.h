@@ -4,7 +4,8 @@
 //
 // Inception training: sample_distorted_bounding_box (TensorFlow's algorithm) -> crop ->
 //   bilinear resize (TF1 resize_images: align_corners=False, no half-pixel centres) ->
-//   random left-right flip -> fast colour distortion (brightness, Cb, Cr; clip [0,1]) ->
+//   random left-right flip -> fast colour distortion (brightness, Cb, Cr; clip [0,1]), or with
+//   fast_color_distort = false TF-slim's distort_color (brightness, saturation; clip [0,1]) ->
 //   (x - 0.5) * 2.
 // Inception eval: central_crop(0.875) -> bilinear resize -> (x - 0.5) * 2.
 // VGG (the reference's --preprocessing=vgg): see PreprocessOptions::Kind::vgg.
@@ -60,6 +61,11 @@ struct PreprocessOptions {
   DistortedBoxOptions box;
   float brightness_delta = 32.0f / 255.0f;
   float cb_range = 0.1f, cr_range = 0.1f;
+  // The reference's --use_fast_color_distort: true = the brightness + Cb/Cr jitter above;
+  // false = distort_color(fast_mode=True): brightness U(-brightness_delta, brightness_delta),
+  // then saturation x U(saturation_lower, saturation_upper) (data/color_ops.h).
+  bool fast_color_distort = true;
+  float saturation_lower = 0.5f, saturation_upper = 1.5f;
   float eval_central_fraction = 0.875f;
   // VGG: training resizes the shorter side to an integer uniform in [resize_side_min,
   // resize_side_max], eval to resize_side_min; then a random (eval: central) crop, a random flip

@@ -64,6 +64,7 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
   in.crop.min_area = static_cast<float>(options.min_crop_area);
   in.cb_range = static_cast<float>(options.cb_distortion_range);
   in.cr_range = static_cast<float>(options.cr_distortion_range);
+  in.fast_color_distort = options.use_fast_color_distort;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   in.num_threads = std::min(options.num_parallel_calls, cores);
   in.seed = static_cast<uint64_t>(options.seed);

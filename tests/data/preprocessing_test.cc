@@ -213,6 +213,58 @@ TEST(Preprocess, InceptionTrainIsCropResizeFlipColourScale) {
   EXPECT_LT(flips, 16);
 }
 
+// --use_fast_color_distort=false: the same crop and flip, then brightness, saturation (the
+// kernel's HSV scaling in closed form, see color_ops_test.cc), clip to [0, 1], scale to [-1, 1].
+TEST(Preprocess, InceptionTrainSlimColourIsBrightnessThenSaturation) {
+  // Random pixels, with near-black rows at the bottom so that some pixels fall below 0 (a grey
+  // at v <= 0 stays at v) and some near-white ones above 1.
+  RgbImage image = random_image(50, 70, 21);
+  for (size_t i = image.pixels.size() * 3 / 5; i < image.pixels.size(); ++i) image.pixels[i] %= 6;
+  const std::string png = *encode_png(image);
+  PreprocessOptions options;
+  options.height = 20;
+  options.width = 30;
+  options.fast_color_distort = false;
+  PreprocessScratch scratch;
+  int clipped_low = 0, clipped_high = 0;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    Rng rng(seed), replay(seed);
+    std::vector<float> out(20 * 30 * 3);
+    PreprocessTrace trace;
+    ASSERT_TRUE(preprocess_image(png, {}, options, rng, &scratch, out.data(), &trace).ok());
+    const CropWindow crop = *sample_distorted_bounding_box(50, 70, {}, options.box, replay);
+    const bool flip = replay.coin();
+    const double br = replay.uniform(-32.0f / 255, 32.0f / 255);
+    const double factor = replay.uniform(0.5f, 1.5f);
+    EXPECT_EQ(trace.crop, crop);
+    EXPECT_EQ(trace.flipped, flip);
+    const std::vector<double> resized = reference_resize(image, crop, 20, 30);
+    for (int y = 0; y < 20; ++y) {
+      for (int x = 0; x < 30; ++x) {
+        const int sx = flip ? 29 - x : x;
+        double p[3];
+        for (int c = 0; c < 3; ++c) {
+          p[c] = resized[(static_cast<size_t>(y) * 30 + sx) * 3 + c] / 255.0 + br;
+        }
+        const double v = std::max({p[0], p[1], p[2]});
+        const double range = v - std::min({p[0], p[1], p[2]});
+        const double f = v <= 0 ? 1.0 : range > 0 ? std::min(factor, v / range) : 0.0;
+        for (int c = 0; c < 3; ++c) {
+          const double saturated = v <= 0 ? v : v - f * (v - p[c]);
+          const double clipped = std::clamp(saturated, 0.0, 1.0);
+          clipped_low += saturated < -1e-9;
+          clipped_high += saturated > 1 + 1e-9;
+          ASSERT_NEAR(out[(static_cast<size_t>(y) * 30 + x) * 3 + c], (clipped - 0.5) * 2, 1e-4)
+              << "seed " << seed << " at " << y << "," << x << "," << c;
+        }
+      }
+    }
+  }
+  // The +-32/255 shifts reach past both ends, so the clip is exercised.
+  EXPECT_GT(clipped_low, 0);
+  EXPECT_GT(clipped_high, 0);
+}
+
 TEST(Preprocess, DctScalingDecodesLessForNearlyTheSameOutput) {
   const std::string jpeg = *encode_jpeg(smooth_image(640, 800), 95);
   PreprocessOptions options;
