@@ -66,7 +66,7 @@ int fail(const ic::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ic::use_passive_openmp_wait(argv);
+  ic::use_short_openmp_spin(argv);
   Args a;
   if (!parse(argc, argv, &a)) {
     std::fprintf(stderr,

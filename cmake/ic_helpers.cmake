@@ -36,5 +36,5 @@ function(ic_add_test_dir name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-                       PROPERTIES ENVIRONMENT "IC_TEST_BIN_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};OMP_WAIT_POLICY=passive")
+                       PROPERTIES ENVIRONMENT "IC_TEST_BIN_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};GOMP_SPINCOUNT=20000")
 endfunction()

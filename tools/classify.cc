@@ -96,6 +96,6 @@ int classify_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ic::use_passive_openmp_wait(argv);
+  ic::use_short_openmp_spin(argv);
   return classify_main(argc, argv);
 }

@@ -4,6 +4,6 @@
 #include "train/run_main.h"
 
 int main(int argc, char** argv) {
-  ic::use_passive_openmp_wait(argv);
+  ic::use_short_openmp_spin(argv);
   return ic::run_main("inception_v4", argc, argv);
 }
