@@ -11,6 +11,8 @@ batch=${2:-32}
 threads=${3:-2}
 steps=${4:-5}
 size=${SIZE:-299}
+# Debian's interpreter, where python3-torch is installed (a pyenv python3 may come first in PATH).
+python=${PYTHON:-/usr/bin/python3}
 cmake --build "$build" --target inception_bench >/dev/null
 bench="$build/bin/inception_bench"
 export OMP_NUM_THREADS=$threads
@@ -29,7 +31,15 @@ for mode in train infer; do
     if [[ $who == ours ]]; then
       line=$(measure "$bench" --mode=$mode --batch="$batch" --size="$size" --threads="$threads" --steps="$steps")
     else
-      line=$(measure python3 bench/torch_inception_v3_cpu.py --mode=$mode --batch="$batch" --size="$size" --threads="$threads" --steps="$steps")
+      # The peer gets its best of libgomp's default waiting and our short spin.
+      line=$(measure "$python" bench/torch_inception_v3_cpu.py --mode=$mode --batch="$batch" --size="$size" --threads="$threads" --steps="$steps")
+      spin=$(GOMP_SPINCOUNT=20000 measure "$python" bench/torch_inception_v3_cpu.py --mode=$mode --batch="$batch" --size="$size" --threads="$threads" --steps="$steps")
+      echo "torch (default waiting): $line"
+      echo "torch (GOMP_SPINCOUNT=20000): $spin"
+      if awk -v a="$(sed -E 's/.*_images_per_sec=([0-9.]+).*/\1/' <<<"$spin")" \
+             -v b="$(sed -E 's/.*_images_per_sec=([0-9.]+).*/\1/' <<<"$line")" 'BEGIN { exit !(a > b) }'; then
+        line=$spin
+      fi
     fi
     echo "$line"
     result[$who.$mode]=$(sed -E 's/.*_images_per_sec=([0-9.]+).*/\1/' <<<"$line")

@@ -108,9 +108,9 @@ class Backend {
   virtual Result<std::unique_ptr<OpKernel>> compile(const OpDesc& desc) = 0;
 
   // Flat float32 arithmetic over arenas ----------------------------------------------
-  virtual void add_inplace(float* y, const float* x, size_t count) = 0;         // y += x
-  virtual void axpy(float a, const float* x, float* y, size_t count) = 0;       // y += a*x
-  virtual void sum_squares(const float* x, size_t count, float* result) = 0;   // *result = Σx²
+  virtual void add_inplace(float* y, const float* x, size_t count) = 0;       // y += x
+  virtual void axpy(float a, const float* x, float* y, size_t count) = 0;     // y += a*x
+  virtual void sum_squares(const float* x, size_t count, float* result) = 0;  // *result = Σx²
   // ms = decay*ms + (1-decay)*g²; mom = momentum*mom + lr*g/sqrt(ms+eps); p -= mom
   virtual void rmsprop_update(const OptimizerArgs& args, float decay, float momentum,
                               float epsilon) = 0;

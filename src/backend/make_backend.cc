@@ -4,8 +4,9 @@ namespace ic {
 
 #ifndef IC_HAVE_CUDA
 Result<std::unique_ptr<Backend>> make_cuda_backend(const BackendOptions&) {
-  return error("this build of inception.cpp has no CUDA backend (configure with -DIC_WITH_CUDA=ON "
-               "where nvcc and cuDNN are installed)");
+  return error(
+      "this build of inception.cpp has no CUDA backend (configure with -DIC_WITH_CUDA=ON "
+      "where nvcc and cuDNN are installed)");
 }
 #endif
 

@@ -60,9 +60,7 @@ struct OpNamer {
   const char* operator()(const DropoutDesc&) const { return "dropout"; }
   const char* operator()(const DenseDesc&) const { return "dense"; }
   const char* operator()(const AddDesc& d) const { return d.fused_relu ? "add+relu" : "add"; }
-  const char* operator()(const SoftmaxCrossEntropyDesc&) const {
-    return "softmax_cross_entropy";
-  }
+  const char* operator()(const SoftmaxCrossEntropyDesc&) const { return "softmax_cross_entropy"; }
   const char* operator()(const ReshapeDesc&) const { return "reshape"; }
 };
 }  // namespace

@@ -119,9 +119,9 @@ struct ReshapeDesc {
   Shape input, output;
 };
 
-using OpDesc = std::variant<Conv2dDesc, BatchNormDesc, ReluDesc, Pool2dDesc, GlobalAvgPoolDesc,
-                            ConcatDesc, DropoutDesc, DenseDesc, AddDesc, SoftmaxCrossEntropyDesc,
-                            ReshapeDesc>;
+using OpDesc =
+    std::variant<Conv2dDesc, BatchNormDesc, ReluDesc, Pool2dDesc, GlobalAvgPoolDesc, ConcatDesc,
+                 DropoutDesc, DenseDesc, AddDesc, SoftmaxCrossEntropyDesc, ReshapeDesc>;
 
 // "conv2d", "batch_norm", ...: for logs and the summary table.
 const char* op_name(const OpDesc& desc);

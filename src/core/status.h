@@ -43,7 +43,7 @@ Status error(const Parts&... parts) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit on purpose
+  Result(T value) : state_(std::move(value)) {}         // NOLINT: implicit on purpose
   Result(Status status) : state_(std::move(status)) {}  // NOLINT: must not be ok()
 
   bool ok() const { return std::holds_alternative<T>(state_); }
@@ -66,14 +66,15 @@ class [[nodiscard]] Result {
 #define IC_CONCAT(a, b) IC_CONCAT_INNER(a, b)
 
 // Returns the Status of `expr` from the enclosing function if it is an error.
-#define IC_RETURN_IF_ERROR(expr)              \
-  do {                                        \
-    ::ic::Status ic_status_ = (expr);         \
-    if (!ic_status_.ok()) return ic_status_;  \
+#define IC_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::ic::Status ic_status_ = (expr);        \
+    if (!ic_status_.ok()) return ic_status_; \
   } while (0)
 
 // `IC_ASSIGN_OR_RETURN(auto x, make_x());` declares x from a Result or returns its error.
-#define IC_ASSIGN_OR_RETURN(lhs, expr) IC_ASSIGN_OR_RETURN_IMPL(IC_CONCAT(ic_result_, __LINE__), lhs, expr)
+#define IC_ASSIGN_OR_RETURN(lhs, expr) \
+  IC_ASSIGN_OR_RETURN_IMPL(IC_CONCAT(ic_result_, __LINE__), lhs, expr)
 #define IC_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                             \
   if (!tmp.ok()) return tmp.status();            \

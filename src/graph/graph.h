@@ -63,12 +63,12 @@ struct Graph {
   std::vector<Node> nodes;  // topological (build) order
   // TF-slim end_points in build order: "Conv2d_1a_3x3", ..., "Mixed_7c", "AuxLogits", "Logits".
   std::vector<std::pair<std::string, ValueId>> endpoints;
-  ValueId images = kNone;  // [N,H,W,3]
-  ValueId labels = kNone;  // [N] int32; kNone when the graph has no loss
-  ValueId logits = kNone;  // [N,num_classes]
+  ValueId images = kNone;       // [N,H,W,3]
+  ValueId labels = kNone;       // [N] int32; kNone when the graph has no loss
+  ValueId logits = kNone;       // [N,num_classes]
   std::vector<ValueId> losses;  // scalar terms whose sum (plus weight decay) is the loss
 
-  ValueId endpoint(const std::string& name) const;  // kNone if absent
+  ValueId endpoint(const std::string& name) const;    // kNone if absent
   ParamId find_param(const std::string& name) const;  // kNone if absent
   int64_t trainable_parameter_count() const;
   int64_t multiply_adds() const;  // one forward pass, whole batch
@@ -115,8 +115,8 @@ class GraphBuilder {
   ValueId add(ValueId a, ValueId b, bool relu, const std::string& name);
   ValueId reshape(ValueId x, Shape shape, const std::string& name);
   // Adds a scalar loss term (training graphs) and returns it.
-  ValueId softmax_cross_entropy(ValueId logits, ValueId labels, float label_smoothing,
-                                float weight, const std::string& name);
+  ValueId softmax_cross_entropy(ValueId logits, ValueId labels, float label_smoothing, float weight,
+                                const std::string& name);
 
   void endpoint(const std::string& name, ValueId value);
   void set_logits(ValueId logits) { graph_.logits = logits; }

@@ -44,8 +44,7 @@ ParamId GraphBuilder::add_param(ParamInfo info) {
 }
 
 ValueId GraphBuilder::add_node(const std::string& name, OpDesc desc, std::vector<ValueId> inputs,
-                               Shape out, std::vector<ParamId> params,
-                               std::vector<ParamId> state) {
+                               Shape out, std::vector<ParamId> params, std::vector<ParamId> state) {
   const auto node_id = static_cast<NodeId>(graph_.nodes.size());
   const ValueId y = add_value(name, std::move(out), DType::f32, node_id);
   graph_.nodes.push_back(
@@ -75,9 +74,9 @@ ValueId GraphBuilder::conv2d(ValueId x, const ConvOptions& o, const std::string&
   d.needs_input_grad = graph_.values.at(x).producer != kNone;
   d.compute = o.compute;
   std::vector<ParamId> params;
-  params.push_back(add_param(ParamInfo{scope + "/weights",
-                                       Shape{o.kernel_h, o.kernel_w, d.input.c(), o.filters},
-                                       o.init, true, true}));
+  params.push_back(
+      add_param(ParamInfo{scope + "/weights", Shape{o.kernel_h, o.kernel_w, d.input.c(), o.filters},
+                          o.init, true, true}));
   if (o.bias)
     params.push_back(add_param(ParamInfo{scope + "/biases", Shape{o.filters},
                                          ParamInit{ParamInit::Kind::zeros, 0.f}, true, false}));
@@ -98,8 +97,9 @@ ValueId GraphBuilder::batch_norm(ValueId x, const BatchNormOptions& o, const std
   const ParamInit zeros{ParamInit::Kind::zeros, 0.f}, ones{ParamInit::Kind::ones, 0.f};
   std::vector<ParamId> params{add_param(ParamInfo{bn + "beta", channels, zeros, true, false})};
   if (o.gamma) params.push_back(add_param(ParamInfo{bn + "gamma", channels, ones, true, false}));
-  std::vector<ParamId> state{add_param(ParamInfo{bn + "moving_mean", channels, zeros, false, false}),
-                             add_param(ParamInfo{bn + "moving_variance", channels, ones, false, false})};
+  std::vector<ParamId> state{
+      add_param(ParamInfo{bn + "moving_mean", channels, zeros, false, false}),
+      add_param(ParamInfo{bn + "moving_variance", channels, ones, false, false})};
   return add_node(scope + "/BatchNorm", d, {x}, d.input, std::move(params), std::move(state));
 }
 
@@ -130,8 +130,8 @@ ValueId GraphBuilder::concat(const std::vector<ValueId>& xs, const std::string& 
   ConcatDesc d;
   for (ValueId x : xs) {
     const Shape& s = shape(x);
-    if (!d.inputs.empty() && (s.n() != d.inputs[0].n() || s.h() != d.inputs[0].h() ||
-                              s.w() != d.inputs[0].w()))
+    if (!d.inputs.empty() &&
+        (s.n() != d.inputs[0].n() || s.h() != d.inputs[0].h() || s.w() != d.inputs[0].w()))
       throw std::logic_error("concat " + name + ": shapes " + s.str() + " and " +
                              d.inputs[0].str() + " differ outside channels");
     d.inputs.push_back(s);
