@@ -13,7 +13,7 @@ steps=${4:-5}
 size=${SIZE:-299}
 # Debian's interpreter, where python3-torch is installed (a pyenv python3 may come first in PATH).
 python=${PYTHON:-/usr/bin/python3}
-cmake --build "$build" --target inception_bench >/dev/null
+[[ ${SKIP_BUILD:-0} == 1 ]] || cmake --build "$build" --target inception_bench >/dev/null
 bench="$build/bin/inception_bench"
 export OMP_NUM_THREADS=$threads
 

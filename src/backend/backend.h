@@ -137,6 +137,11 @@ class Backend {
   }
 };
 
+// For OpKernel::bind implementations: the lists have the expected lengths and no null
+// pointers; the error names the op.
+Status check_bindings(const char* op, const OpBindings& bindings, size_t inputs, size_t outputs,
+                      size_t params, size_t state);
+
 struct BackendOptions {
   DeviceKind kind = DeviceKind::cpu;
   int device_index = 0;  // cuda:N

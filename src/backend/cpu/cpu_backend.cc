@@ -19,25 +19,6 @@ AlignedBuffer aligned_buffer(size_t bytes) {
   return AlignedBuffer(bytes == 0 ? nullptr : std::aligned_alloc(64, align64(bytes)));
 }
 
-Status check_bindings(const char* op, const OpBindings& b, size_t inputs, size_t outputs,
-                      size_t params, size_t state) {
-  if (b.inputs.size() != inputs || b.outputs.size() != outputs || b.params.size() != params ||
-      b.state.size() != state) {
-    return error(op, ": bindings have ", b.inputs.size(), " inputs, ", b.outputs.size(),
-                 " outputs, ", b.params.size(), " params, ", b.state.size(), " state; expected ",
-                 inputs, ", ", outputs, ", ", params, ", ", state);
-  }
-  for (const void* p : b.inputs)
-    if (!p) return error(op, ": null input pointer");
-  for (void* p : b.outputs)
-    if (!p) return error(op, ": null output pointer");
-  for (void* p : b.params)
-    if (!p) return error(op, ": null parameter pointer");
-  for (void* p : b.state)
-    if (!p) return error(op, ": null state pointer");
-  return Status();
-}
-
 namespace {
 
 // Runs body(begin, end) over [0, count) in one contiguous chunk per thread, so the inner

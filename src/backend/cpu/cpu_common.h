@@ -64,9 +64,7 @@ inline DnnlStep reorder_step(const dnnl::memory& from, const dnnl::memory& to) {
   return {dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}};
 }
 
-// Checks a bindings list has the expected counts; names the op in the error.
-Status check_bindings(const char* op, const OpBindings& b, size_t inputs, size_t outputs,
-                      size_t params, size_t state);
+using ic::check_bindings;
 
 // Runs `body(i)` for i in [0, count), split over OpenMP threads when the work is large.
 template <typename Body>

@@ -97,9 +97,7 @@ class Carve {
 };
 inline void* at_offset(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
 
-// Checks a bindings list has the expected counts and non-null pointers; names the op.
-Status check_bindings(const char* op, const OpBindings& b, size_t inputs, size_t outputs,
-                      size_t params, size_t state);
+using ic::check_bindings;
 
 inline Nhwc nhwc(const Shape& s) { return Nhwc{s.n(), s.h(), s.w(), s.c()}; }
 
