@@ -36,8 +36,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph&
   t->recipe_ = recipe;
   IC_ASSIGN_OR_RETURN(t->graph_, CompiledGraph::compile(graph, state.backend(), state.layout(),
                                                         state.train_binding()));
-  t->loss_terms_ = graph.losses.size();
-  IC_ASSIGN_OR_RETURN(t->scratch_, state.backend().allocate((t->loss_terms_ + 16) * sizeof(float)));
+  t->loss_terms_ = t->graph_->loss_terms();
+  t->loss_host_.resize(t->loss_terms_.size() + 1);
+  IC_ASSIGN_OR_RETURN(t->scratch_,
+                      state.backend().allocate((t->loss_terms_.size() + 16) * sizeof(float)));
   const Shape& images = graph.values.at(graph.images).shape;
   t->batch_size_ = images.n();
   t->image_floats_ = images.numel();
@@ -53,9 +55,8 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
   graph_->forward(ctx);
   float* scratch = scratch_.as<float>();
   if (want_loss) {
-    const std::vector<const float*> terms = graph_->loss_terms();
-    for (size_t i = 0; i < terms.size(); ++i)
-      backend.copy(scratch + 1 + i, terms[i], sizeof(float));
+    for (size_t i = 0; i < loss_terms_.size(); ++i)
+      backend.copy(scratch + 1 + i, loss_terms_[i], sizeof(float));
     backend.sum_squares(state_.weights(), layout.decayed_count, scratch);
   }
   graph_->backward(ctx);
@@ -94,7 +95,7 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
 }
 
 float Trainer::loss() {
-  std::vector<float> host(loss_terms_ + 1);
+  std::vector<float>& host = loss_host_;
   state_.backend().download(host.data(), scratch_.data(), host.size() * sizeof(float));
   float total = recipe_.weight_decay * host[0] / 2.f;
   for (size_t i = 1; i < host.size(); ++i) total += host[i];
@@ -108,6 +109,7 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(ModelState& state, const Gr
   std::unique_ptr<Evaluator> e(new Evaluator(state));
   IC_ASSIGN_OR_RETURN(e->graph_, CompiledGraph::compile(graph, state.backend(), state.layout(),
                                                         state.eval_binding()));
+  e->loss_terms_ = e->graph_->loss_terms();
   IC_ASSIGN_OR_RETURN(e->scratch_, state.backend().allocate(16 * sizeof(float)));
   e->weight_decay_ = weight_decay;
   const Shape& images = graph.values.at(graph.images).shape;
@@ -140,10 +142,9 @@ void Evaluator::run_batch(const float* images, const int32_t* labels) {
   backend.download(logits_.data(), graph_->logits(), logits_.size() * sizeof(float));
   if (labels == nullptr) return;  // prediction only (classify)
   accumulate_topk(logits_.data(), labels, batch_size_, num_classes_, &counts_);
-  const std::vector<const float*> terms = graph_->loss_terms();
-  if (terms.empty()) return;
+  if (loss_terms_.empty()) return;
   double loss = decay_loss_;
-  for (const float* term : terms) {
+  for (const float* term : loss_terms_) {
     float value = 0;
     backend.download(&value, term, sizeof(float));
     loss += value;

@@ -47,7 +47,9 @@ class Trainer {
   TrainRecipe recipe_;
   std::unique_ptr<CompiledGraph> graph_;
   DeviceBuffer scratch_;  // [0]: sum of squares, [1..]: copies of the loss terms
-  size_t loss_terms_ = 0;
+  // Fixed when the graph is compiled; kept so a step asks the graph for nothing.
+  std::vector<const float*> loss_terms_;
+  std::vector<float> loss_host_;  // scratch_ downloaded by loss()
   int64_t batch_size_ = 0, image_floats_ = 0;
   double last_learning_rate_ = 0;
 };
@@ -78,6 +80,7 @@ class Evaluator {
   int64_t batch_size_ = 0, image_floats_ = 0, num_classes_ = 0;
   std::vector<float> logits_;
   std::vector<int32_t> labels_;
+  std::vector<const float*> loss_terms_;  // fixed when the graph is compiled
   TopKCounts counts_;
 };
 
