@@ -22,13 +22,11 @@ Result<ModelOptions> model_options_for(const RunOptions& options, bool training,
   return m;
 }
 
-float weight_decay_for(const std::string& model) { return model == "resnet50" ? 1e-4f : 4e-5f; }
-
 Result<TrainRecipe> train_recipe_for(const RunOptions& options) {
   TrainRecipe r;
   IC_ASSIGN_OR_RETURN(r.optimizer, parse_optimizer(options.optimizer));
   r.nesterov = options.model == "resnet50";  // resnet_main.py: MomentumOptimizer(use_nesterov)
-  r.weight_decay = weight_decay_for(options.model);
+  r.weight_decay = static_cast<float>(options.weight_decay);
   r.moving_average = options.moving_average;
   r.seed = static_cast<uint64_t>(options.seed);
   r.schedule = default_lr_schedule(options.model);

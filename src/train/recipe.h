@@ -13,8 +13,6 @@ namespace ic {
 // training: batch = train_batch_size / replicas; otherwise eval_batch_size / replicas.
 Result<ModelOptions> model_options_for(const RunOptions& options, bool training, int replicas);
 Result<TrainRecipe> train_recipe_for(const RunOptions& options);
-// inception_v3/v4: 4e-5 (WEIGHT_DECAY); resnet50: 1e-4.
-float weight_decay_for(const std::string& model);
 CheckpointMeta checkpoint_meta_for(const RunOptions& options);
 
 }  // namespace ic

@@ -121,8 +121,8 @@ Status Session::prepare_evaluator() {
     IC_ASSIGN_OR_RETURN(OptimizerKind optimizer, parse_optimizer(options_.optimizer));
     IC_ASSIGN_OR_RETURN(state_, ModelState::create(backend_, eval_graph_, optimizer, false, false));
   }
-  IC_ASSIGN_OR_RETURN(evaluator_,
-                      Evaluator::create(*state_, eval_graph_, weight_decay_for(options_.model)));
+  IC_ASSIGN_OR_RETURN(evaluator_, Evaluator::create(*state_, eval_graph_,
+                                                    static_cast<float>(options_.weight_decay)));
   return Status();
 }
 

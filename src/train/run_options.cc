@@ -63,6 +63,9 @@ Status validate_run_options(const RunOptions& o) {
   if (!(o.min_crop_area > 0 && o.min_crop_area <= 1)) {
     return error("bad value ", o.min_crop_area, " for --min_crop_area (allowed: > 0 and <= 1)");
   }
+  if (!(o.weight_decay >= 0)) {
+    return error("bad value ", o.weight_decay, " for --weight_decay (allowed: >= 0)");
+  }
   if (o.num_train_images < 1) {
     return error("bad value ", o.num_train_images, " for --num_train_images (allowed: >= 1)");
   }

@@ -74,6 +74,9 @@ struct RunOptions {
   // The smallest crop, as a fraction of the image area, that Inception training
   // preprocessing samples (sample_distorted_bounding_box's area_range starts here).
   double min_crop_area = 0.05;
+  // The L2 factor on kernels: loss += weight_decay * sum(w^2) / 2 (4e-5 for Inception,
+  // 1e-4 for ResNet-50, as the reference hard-codes them).
+  double weight_decay = 4e-5;
   // The flags as given ("--name=value ..."), stored in checkpoint metadata.
   std::string flags_text;
 };

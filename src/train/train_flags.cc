@@ -70,6 +70,8 @@ DEFINE_int64(num_train_images, 1281167,
 DEFINE_double(min_crop_area, 0.05,
               "Inception training crops cover at least this fraction of the image area "
               "(the reference's fixed area_range starts at 0.05)");
+DEFINE_double(weight_decay, 4e-5,
+              "L2 factor on every kernel (the reference's WEIGHT_DECAY; resnet50: 1e-4)");
 
 namespace ic {
 namespace {
@@ -106,6 +108,7 @@ Status set_model_defaults(const std::string& model) {
     IC_RETURN_IF_ERROR(set_default("width", "224"));
     IC_RETURN_IF_ERROR(set_default("height", "224"));
     IC_RETURN_IF_ERROR(set_default("precision", "bfloat16"));
+    IC_RETURN_IF_ERROR(set_default("weight_decay", "1e-4"));
     return set_default("moving_average", "false");  // resnet_main.py keeps no EMA
   }
   return error("unknown model '", model, "' (allowed: inception_v3, inception_v4, resnet50)");
@@ -171,6 +174,7 @@ RunOptions read_run_options(const std::string& model) {
   o.keep_checkpoint_max = FLAGS_keep_checkpoint_max;
   o.num_train_images = FLAGS_num_train_images;
   o.min_crop_area = FLAGS_min_crop_area;
+  o.weight_decay = FLAGS_weight_decay;
   o.flags_text = flags_as_text(training_flag_files());
   return o;
 }

@@ -46,6 +46,7 @@ TEST(TrainFlags, InceptionV3DefaultsAreTheReferenceFlags) {
   EXPECT_TRUE(o->moving_average);
   EXPECT_FALSE(o->use_annotated_bbox);
   EXPECT_EQ(o->keep_checkpoint_max, 5);
+  EXPECT_DOUBLE_EQ(o->weight_decay, 4e-5);
 }
 
 TEST(TrainFlags, InceptionV4DefaultsFollowInceptionV4Py) {
@@ -60,6 +61,7 @@ TEST(TrainFlags, InceptionV4DefaultsFollowInceptionV4Py) {
   EXPECT_EQ(o->cold_epochs, 1);
   EXPECT_EQ(o->warmup_epochs, 2);
   EXPECT_DOUBLE_EQ(o->cold_learning_rate, 0.001);
+  EXPECT_DOUBLE_EQ(o->weight_decay, 4e-5);
 }
 
 TEST(TrainFlags, ResNet50DefaultsFollowResnetMain) {
@@ -72,6 +74,7 @@ TEST(TrainFlags, ResNet50DefaultsFollowResnetMain) {
   EXPECT_EQ(o->width, 224);
   EXPECT_EQ(o->optimizer, "momentum");
   EXPECT_EQ(o->precision, "bfloat16");
+  EXPECT_DOUBLE_EQ(o->weight_decay, 1e-4);
 }
 
 TEST(TrainFlags, PythonStyleBooleansAndSeparateValues) {
@@ -117,6 +120,7 @@ TEST(TrainFlags, BadValuesAreRefusedWithTheAllowedValues) {
       {{"--depth_multiplier=-1"}, "--depth_multiplier (allowed: > 0)"},
       {{"--device=tpu:0"}, "(allowed: cpu, cuda, cuda:N, or empty)"},
       {{"--keep_checkpoint_max=0"}, "--keep_checkpoint_max (allowed: 1 or more)"},
+      {{"--weight_decay=-1e-4"}, "--weight_decay (allowed: >= 0)"},
   };
   for (const Case& c : cases) {
     gflags::FlagSaver saver;

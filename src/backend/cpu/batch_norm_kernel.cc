@@ -7,13 +7,11 @@
 // bf16 compute is accepted and runs in f32: x and y live in f32 and a conversion would cost
 // more than it saves in a memory-bound op.
 //
-// The primitives run on one thread. oneDNN 2.6's batch normalisation synchronises its
-// threads with spinning barriers inside a parallel region; on a 2-core machine shared with
-// the input pipeline a spinning thread holds the core its partner needs, and each barrier
-// costs a scheduler time slice. Measured there at batch 32 (fwd / bwd ms, 2 threads vs 1):
-// 35x35x288 32/44 vs 11/19, 147x147x64 120/124 vs 66/78, 17x17x192 19/11 vs 1.5/2.2.
-#include <omp.h>
-
+// The primitives run on all OpenMP threads. (They once ran on one: oneDNN 2.6's threaded
+// batch norm synchronises with barriers, which under libgomp's default long spin were 2-10x
+// slower on a shared 2-core machine. With the programs' short spin, GOMP_SPINCOUNT=20000, two
+// threads are 25% faster per training step for Inception v3 at 75x75 and depth multiplier
+// 0.25, and equal at 299x299.)
 #include <algorithm>
 #include <unordered_map>
 
@@ -28,23 +26,9 @@ using dnnl::memory;
 using dnnl::normalization_flags;
 using dnnl::prop_kind;
 
-// Runs the enclosed oneDNN calls on one OpenMP thread (oneDNN reads the thread count at
-// execution), restoring the caller's count afterwards.
-class SingleThreaded {
- public:
-  SingleThreaded() : threads_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  ~SingleThreaded() { omp_set_num_threads(threads_); }
-  SingleThreaded(const SingleThreaded&) = delete;
-  SingleThreaded& operator=(const SingleThreaded&) = delete;
-
- private:
-  int threads_;
-};
-
 class BatchNormKernel final : public OpKernel {
  public:
   BatchNormKernel(const BatchNormDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
-    const SingleThreaded one;  // oneDNN sizes its thread partition when it creates primitives
     md_ = nhwc_md(d.input);
     const int64_t c = d.input.c();
     stat_md_ = memory::desc({c}, dt::f32, tag::x);
@@ -97,13 +81,11 @@ class BatchNormKernel final : public OpKernel {
   }
 
   void forward(const StepContext&) override {
-    const SingleThreaded one;
     fwd_.execute(ctx_.stream, fwd_args_);
     if (d_.training) update_moving_statistics();
   }
 
   void backward(const StepContext&) override {
-    const SingleThreaded one;
     if (has_grads_) bwd_.execute(ctx_.stream, bwd_args_);
   }
 

@@ -1,0 +1,36 @@
+// The recipe a run's options turn into: the weight decay the trainer and the evaluator use
+// comes from --weight_decay, whose default is the model's (checked in flags_test).
+#include "train/recipe.h"
+
+#include <gtest/gtest.h>
+
+namespace ic {
+namespace {
+
+TEST(Recipe, WeightDecayComesFromTheOptions) {
+  RunOptions options;
+  options.model = "inception_v3";
+  options.weight_decay = 1e-3;
+  Result<TrainRecipe> recipe = train_recipe_for(options);
+  ASSERT_TRUE(recipe.ok()) << recipe.status().message();
+  EXPECT_FLOAT_EQ(recipe->weight_decay, 1e-3f);
+
+  options.weight_decay = 0;
+  recipe = train_recipe_for(options);
+  ASSERT_TRUE(recipe.ok()) << recipe.status().message();
+  EXPECT_EQ(recipe->weight_decay, 0.f);
+}
+
+TEST(Recipe, InceptionTrainsWithRmsPropAndTheReferenceSchedule) {
+  RunOptions options;
+  options.model = "inception_v3";
+  Result<TrainRecipe> recipe = train_recipe_for(options);
+  ASSERT_TRUE(recipe.ok()) << recipe.status().message();
+  EXPECT_EQ(recipe->optimizer, OptimizerKind::rmsprop);
+  EXPECT_FLOAT_EQ(recipe->weight_decay, 4e-5f);
+  EXPECT_DOUBLE_EQ(recipe->schedule.base_learning_rate, 0.165);
+  EXPECT_EQ(recipe->schedule.train_batch_size, 1024);
+}
+
+}  // namespace
+}  // namespace ic
