@@ -11,6 +11,12 @@ uint64_t dropout_seed(uint64_t seed, int64_t step) {
   return x ^ (x >> 29);
 }
 
+// Copies the graph's loss terms to scratch[1..] on the device, so that one download (with
+// the sum of squares the caller keeps in scratch[0]) reads them all.
+void stage_loss_terms(Backend& backend, const std::vector<const float*>& terms, float* scratch) {
+  for (size_t i = 0; i < terms.size(); ++i) backend.copy(scratch + 1 + i, terms[i], sizeof(float));
+}
+
 Status check_layout(const ModelState& state, const Graph& graph) {
   if (graph.params.size() != state.params().size()) {
     return error("graph has ", graph.params.size(), " parameters, the model state ",
@@ -38,8 +44,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph&
                                                         state.train_binding()));
   t->loss_terms_ = t->graph_->loss_terms();
   t->loss_host_.resize(t->loss_terms_.size() + 1);
-  IC_ASSIGN_OR_RETURN(t->scratch_,
-                      state.backend().allocate((t->loss_terms_.size() + 16) * sizeof(float)));
+  IC_ASSIGN_OR_RETURN(t->scratch_, state.backend().allocate(t->loss_host_.size() * sizeof(float)));
   const Shape& images = graph.values.at(graph.images).shape;
   t->batch_size_ = images.n();
   t->image_floats_ = images.numel();
@@ -55,8 +60,7 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
   graph_->forward(ctx);
   float* scratch = scratch_.as<float>();
   if (want_loss) {
-    for (size_t i = 0; i < loss_terms_.size(); ++i)
-      backend.copy(scratch + 1 + i, loss_terms_[i], sizeof(float));
+    stage_loss_terms(backend, loss_terms_, scratch);
     backend.sum_squares(state_.weights(), layout.decayed_count, scratch);
   }
   graph_->backward(ctx);
@@ -95,10 +99,9 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
 }
 
 float Trainer::loss() {
-  std::vector<float>& host = loss_host_;
-  state_.backend().download(host.data(), scratch_.data(), host.size() * sizeof(float));
-  float total = recipe_.weight_decay * host[0] / 2.f;
-  for (size_t i = 1; i < host.size(); ++i) total += host[i];
+  state_.backend().download(loss_host_.data(), scratch_.data(), loss_host_.size() * sizeof(float));
+  float total = recipe_.weight_decay * loss_host_[0] / 2.f;
+  for (size_t i = 1; i < loss_host_.size(); ++i) total += loss_host_[i];
   return total;
 }
 
@@ -110,7 +113,8 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(ModelState& state, const Gr
   IC_ASSIGN_OR_RETURN(e->graph_, CompiledGraph::compile(graph, state.backend(), state.layout(),
                                                         state.eval_binding()));
   e->loss_terms_ = e->graph_->loss_terms();
-  IC_ASSIGN_OR_RETURN(e->scratch_, state.backend().allocate(16 * sizeof(float)));
+  e->loss_host_.resize(e->loss_terms_.size() + 1);
+  IC_ASSIGN_OR_RETURN(e->scratch_, state.backend().allocate(e->loss_host_.size() * sizeof(float)));
   e->weight_decay_ = weight_decay;
   const Shape& images = graph.values.at(graph.images).shape;
   e->batch_size_ = images.n();
@@ -143,12 +147,11 @@ void Evaluator::run_batch(const float* images, const int32_t* labels) {
   if (labels == nullptr) return;  // prediction only (classify)
   accumulate_topk(logits_.data(), labels, batch_size_, num_classes_, &counts_);
   if (loss_terms_.empty()) return;
+  stage_loss_terms(backend, loss_terms_, scratch_.as<float>());
+  backend.download(loss_host_.data() + 1, scratch_.as<float>() + 1,
+                   loss_terms_.size() * sizeof(float));
   double loss = decay_loss_;
-  for (const float* term : loss_terms_) {
-    float value = 0;
-    backend.download(&value, term, sizeof(float));
-    loss += value;
-  }
+  for (size_t i = 1; i < loss_host_.size(); ++i) loss += loss_host_[i];
   add_batch_loss(loss, &counts_);
 }
 

@@ -75,12 +75,12 @@ class Evaluator {
   Evaluator(ModelState& state) : state_(state) {}
   ModelState& state_;
   std::unique_ptr<CompiledGraph> graph_;
-  DeviceBuffer scratch_;
+  DeviceBuffer scratch_;  // [0]: sum of squares (begin), [1..]: copies of the loss terms
   float weight_decay_ = 0, decay_loss_ = 0;
   int64_t batch_size_ = 0, image_floats_ = 0, num_classes_ = 0;
   std::vector<float> logits_;
-  std::vector<int32_t> labels_;
   std::vector<const float*> loss_terms_;  // fixed when the graph is compiled
+  std::vector<float> loss_host_;          // scratch_ downloaded by run_batch
   TopKCounts counts_;
 };
 

@@ -64,8 +64,6 @@ inline DnnlStep reorder_step(const dnnl::memory& from, const dnnl::memory& to) {
   return {dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}};
 }
 
-using ic::check_bindings;
-
 // Runs `body(i)` for i in [0, count), split over OpenMP threads when the work is large.
 template <typename Body>
 void parallel_for(int64_t count, int64_t min_per_thread, Body body) {

@@ -97,8 +97,6 @@ class Carve {
 };
 inline void* at_offset(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
 
-using ic::check_bindings;
-
 inline Nhwc nhwc(const Shape& s) { return Nhwc{s.n(), s.h(), s.w(), s.c()}; }
 
 // Kernel factories. Each returns an error for shapes it cannot handle.
