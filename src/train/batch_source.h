@@ -16,8 +16,14 @@ namespace ic {
 // order with the last batch padded (label -1). `batch_size` is this process's share of the
 // global batch. With --eval_total_size=N > 0 evaluation stops after N / eval_batch_size
 // batches (the reference's eval_steps); with 0 it covers every validation image once.
+//
+// Data parallel (replica r of n): training reads files r, r+n, ... of the sorted train-* files
+// with its own shuffle and augmentation seed; evaluation splits the validation-* files the same
+// way, so the replicas together see every validation image once (when there are fewer files than
+// replicas, replica 0 reads them all and the others none). Fake data is the same on every replica.
 Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options, bool training,
-                                                       int64_t batch_size);
+                                                       int64_t batch_size, int replica = 0,
+                                                       int replicas = 1);
 
 // A line for the log after a pass ("skipped 2 undecodable images: ..."), empty when there is
 // nothing to say.

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "dist/device_reducer.h"
 #include "io/checkpoint_dir.h"
 #include "io/event_writer.h"
 #include "models/summary.h"
@@ -30,13 +31,25 @@ std::string fixed3(double value) {
   return out.str();
 }
 
+// One run of a mode. Data parallel: every replica (process) runs the same Session; replica 0
+// (the leader) alone logs, writes checkpoints and event files. The replicas agree on every
+// decision that changes control flow (stopping, saving), so they always call the same
+// collectives in the same order.
 class Session {
  public:
-  Session(const RunOptions& options, Backend& backend, std::ostream& log)
-      : options_(options), backend_(backend), log_(log), meta_(checkpoint_meta_for(options)) {}
+  Session(const RunOptions& options, Backend& backend, std::ostream& log, Communicator& comm)
+      : options_(options),
+        backend_(backend),
+        leader_(comm.rank() == 0),
+        log_(leader_ ? log : null_log_),
+        meta_(checkpoint_meta_for(options)),
+        replicas_(comm, backend) {}
 
   Status run() {
     if (options_.mode == "summary") return run_summary();
+    if (options_.mode == "eval" && replicas_.size() > 1) {
+      return error("--mode=eval follows checkpoints in one process; start it without mpirun");
+    }
     if (options_.mode == "train") return run_train();
     if (options_.mode == "eval") return run_eval();
     return run_train_and_eval();
@@ -49,20 +62,30 @@ class Session {
   Status run_train_and_eval();
 
   Status prepare_training();
+  void share_leader_state();
   Status prepare_evaluator();
   Status train_until(int64_t target);
   Status save();
   Status write_train_summaries(float loss, double steps_per_sec, double examples_per_sec);
   Result<std::string> evaluate_and_report();
+  // This process's stop request (signals); see stop_agreed() for training.
   bool stop_now() {
     if (stop_requested()) stopped_ = true;
+    return stopped_;
+  }
+  // True on every replica when any was asked to stop.
+  bool stop_agreed() {
+    if (replicas_.any(stop_now())) stopped_ = true;
     return stopped_;
   }
 
   const RunOptions& options_;
   Backend& backend_;
+  const bool leader_;
+  std::ostream null_log_{nullptr};  // what the other replicas log to: nothing
   std::ostream& log_;
   CheckpointMeta meta_;
+  DeviceReducer replicas_;
   TrainRecipe recipe_;
   Graph train_graph_, eval_graph_;
   std::unique_ptr<ModelState> state_;
@@ -86,7 +109,7 @@ Status Session::run_summary() {
 
 Status Session::prepare_training() {
   IC_ASSIGN_OR_RETURN(recipe_, train_recipe_for(options_));
-  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, true, 1));
+  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, true, replicas_.size()));
   IC_ASSIGN_OR_RETURN(train_graph_, build_model(m));
   IC_ASSIGN_OR_RETURN(state_, ModelState::create(backend_, train_graph_, recipe_.optimizer, true,
                                                  options_.moving_average));
@@ -107,15 +130,35 @@ Status Session::prepare_training() {
   } else {
     IC_RETURN_IF_ERROR(state_->initialize(static_cast<uint64_t>(options_.seed)));
   }
-  IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_));
-  IC_ASSIGN_OR_RETURN(train_source_, make_batch_source(options_, true, trainer_->batch_size()));
-  IC_ASSIGN_OR_RETURN(train_events_, EventWriter::create(options_.model_dir));
+  share_leader_state();
+  IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_,
+                                                replicas_.size() > 1 ? &replicas_ : nullptr));
+  IC_ASSIGN_OR_RETURN(train_source_, make_batch_source(options_, true, trainer_->batch_size(),
+                                                       replicas_.rank(), replicas_.size()));
+  if (leader_) {
+    IC_ASSIGN_OR_RETURN(train_events_, EventWriter::create(options_.model_dir));
+  }
   last_save_time_ = Clock::now();
   return Status();
 }
 
+// Replicas start from the leader's values (its initialisation or the checkpoint it read), so
+// that identical averaged updates keep them identical.
+void Session::share_leader_state() {
+  if (replicas_.size() == 1) return;
+  const ParamLayout& layout = state_->layout();
+  for (float* arena :
+       {state_->weights(), state_->slot1(), state_->slot2(), state_->ema_weights()}) {
+    if (arena != nullptr) replicas_.broadcast(arena, layout.trainable_count, 0);
+  }
+  for (float* arena : {state_->state(), state_->ema_state()}) {
+    if (arena != nullptr) replicas_.broadcast(arena, layout.state_count, 0);
+  }
+  replicas_.comm().broadcast(&state_->global_step, sizeof(state_->global_step), 0);
+}
+
 Status Session::prepare_evaluator() {
-  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, false, 1));
+  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, false, replicas_.size()));
   IC_ASSIGN_OR_RETURN(eval_graph_, build_model(m));
   if (!state_) {  // --mode=eval: only the values evaluated with
     IC_ASSIGN_OR_RETURN(OptimizerKind optimizer, parse_optimizer(options_.optimizer));
@@ -127,19 +170,25 @@ Status Session::prepare_evaluator() {
 }
 
 Status Session::save() {
+  // Batch norm's moving statistics follow each replica's own batches; the checkpoint (and the
+  // evaluation after it) takes their mean. Weights and their EMA are equal on every replica.
+  for (float* arena : {state_->state(), state_->ema_state()}) {
+    if (arena != nullptr) replicas_.mean(arena, state_->layout().state_count);
+  }
+  last_saved_step_ = state_->global_step;
+  last_save_time_ = Clock::now();
+  if (!leader_) return Status();
   log_ << "Saving checkpoints for " << state_->global_step << " into " << options_.model_dir
        << "/model.ckpt." << std::endl;
   IC_RETURN_IF_ERROR(save_checkpoint(options_.model_dir, state_->global_step,
                                      checkpoint_metadata(meta_), state_->checkpoint_tensors(),
                                      options_.keep_checkpoint_max));
-  last_saved_step_ = state_->global_step;
-  last_save_time_ = Clock::now();
   return Status();
 }
 
 Status Session::write_train_summaries(float loss, double steps_per_sec, double examples_per_sec) {
   const int64_t step = state_->global_step;
-  if (options_.save_summary_steps <= 0) return Status();
+  if (options_.save_summary_steps <= 0 || !train_events_) return Status();
   if (last_summary_step_ >= 0 && step - last_summary_step_ < options_.save_summary_steps) {
     return Status();
   }
@@ -155,7 +204,7 @@ Status Session::write_train_summaries(float loss, double steps_per_sec, double e
 }
 
 Status Session::train_until(int64_t target) {
-  while (state_->global_step < target && !stop_now()) {
+  while (state_->global_step < target && !stop_agreed()) {
     const int64_t steps = std::min<int64_t>(options_.iterations, target - state_->global_step);
     const Clock::time_point loop_start = Clock::now();
     int64_t done = 0;
@@ -163,7 +212,7 @@ Status Session::train_until(int64_t target) {
       IC_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> batch, train_source_->next());
       if (!batch) return error("the training input ended (it should repeat)");
       trainer_->step(batch->images.data(), batch->labels.data(), /*want_loss=*/done + 1 == steps);
-      if (stop_now()) break;
+      if (stop_agreed()) break;
     }
     if (done < steps) break;  // stopped mid-loop: no loss of the last step to report
     const float loss = trainer_->loss();
@@ -179,11 +228,10 @@ Status Session::train_until(int64_t target) {
          << "global_step/sec: " << steps_per_sec << "\n"
          << "examples/sec: " << examples_per_sec << std::endl;
     IC_RETURN_IF_ERROR(write_train_summaries(loss, steps_per_sec, examples_per_sec));
-    if (options_.save_checkpoints_secs > 0 &&
-        seconds_since(last_save_time_) >= options_.save_checkpoints_secs &&
-        state_->global_step < target) {
-      IC_RETURN_IF_ERROR(save());
-    }
+    // The leader's clock decides, so that every replica saves (and averages) together.
+    const bool save_due = leader_ && options_.save_checkpoints_secs > 0 &&
+                          seconds_since(last_save_time_) >= options_.save_checkpoints_secs;
+    if (replicas_.any(save_due) && state_->global_step < target) IC_RETURN_IF_ERROR(save());
   }
   if (state_->global_step != last_saved_step_) IC_RETURN_IF_ERROR(save());
   if (stopped_) {
@@ -197,7 +245,8 @@ Status Session::train_until(int64_t target) {
 Result<std::string> Session::evaluate_and_report() {
   if (!evaluator_) IC_RETURN_IF_ERROR(prepare_evaluator());
   IC_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
-                      make_batch_source(options_, false, evaluator_->batch_size()));
+                      make_batch_source(options_, false, evaluator_->batch_size(), replicas_.rank(),
+                                        replicas_.size()));
   evaluator_->begin();
   while (!stop_now()) {
     IC_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> batch, source->next());
@@ -206,8 +255,9 @@ Result<std::string> Session::evaluate_and_report() {
   }
   const std::string source_note = input_summary(*source);
   if (!source_note.empty()) log_ << source_note << std::endl;
-  if (stopped_) return std::string();
-  const TopKCounts& c = evaluator_->counts();
+  if (stop_agreed()) return std::string();
+  const TopKCounts c = sum_over_replicas(evaluator_->counts(), replicas_.comm());
+  if (!leader_) return std::string();
   const int64_t step = state_->global_step;
   const std::string results =
       format_eval_results(c.accuracy(), c.accuracy_at_5(), step, c.mean_loss());
@@ -310,6 +360,21 @@ Status Session::run_eval() {
 
 }  // namespace
 
+TopKCounts sum_over_replicas(const TopKCounts& counts, Communicator& comm) {
+  if (comm.size() == 1) return counts;
+  double values[] = {static_cast<double>(counts.top1), static_cast<double>(counts.top5),
+                     static_cast<double>(counts.count), counts.loss_sum,
+                     static_cast<double>(counts.loss_batches)};
+  comm.all_reduce_sum(values, std::size(values));  // counts below 2^53 stay exact
+  TopKCounts sum;
+  sum.top1 = static_cast<int64_t>(values[0]);
+  sum.top5 = static_cast<int64_t>(values[1]);
+  sum.count = static_cast<int64_t>(values[2]);
+  sum.loss_sum = values[3];
+  sum.loss_batches = static_cast<int64_t>(values[4]);
+  return sum;
+}
+
 std::string format_eval_results(double accuracy, double accuracy_at_5, int64_t step, double loss) {
   std::ostringstream out;
   out << "accuracy = " << accuracy << ", accuracy@5 = " << accuracy_at_5
@@ -317,8 +382,14 @@ std::string format_eval_results(double accuracy, double accuracy_at_5, int64_t s
   return out.str();
 }
 
-Status run_mode(const RunOptions& options, Backend& backend, std::ostream& log) {
-  Session session(options, backend, log);
+Status run_mode(const RunOptions& options, Backend& backend, std::ostream& log,
+                Communicator* replicas) {
+  std::unique_ptr<Communicator> single;
+  if (replicas == nullptr) {
+    single = make_single_process_communicator();
+    replicas = single.get();
+  }
+  Session session(options, backend, log, *replicas);
   return session.run();
 }
 

@@ -14,13 +14,24 @@
 
 #include "backend/backend.h"
 #include "core/status.h"
+#include "dist/communicator.h"
+#include "train/metrics.h"
 #include "train/run_options.h"
 
 namespace ic {
 
 // Runs options.mode (options already validated). A stop signal (SIGINT/SIGTERM) ends the run
 // with a checkpoint and an ok Status.
-Status run_mode(const RunOptions& options, Backend& backend, std::ostream& log);
+//
+// With `replicas` of more than one process (mpirun), training is data parallel: each process
+// takes train_batch_size / replicas images of its own input shard per step, the gradients are
+// averaged, and replica 0 logs and writes checkpoints and events; evaluation splits the
+// validation files over the replicas and sums their counts. --mode=eval is refused there.
+Status run_mode(const RunOptions& options, Backend& backend, std::ostream& log,
+                Communicator* replicas = nullptr);
+
+// The replicas' eval counts added up (every replica gets the sum).
+TopKCounts sum_over_replicas(const TopKCounts& counts, Communicator& comm);
 
 // "accuracy = 0.5, accuracy@5 = 0.75, global_step = 100, loss = 2.5": Estimator's sorted
 // "key = value" rendering of an eval result.

@@ -1,8 +1,12 @@
 #include "train/run_main.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "backend/backend.h"
+#include "dist/communicator.h"
 #include "train/flag_parser.h"
 #include "train/run_loop.h"
 #include "train/stop_signal.h"
@@ -11,23 +15,41 @@
 namespace ic {
 namespace {
 
+// Open MPI's numbering of the processes on this machine (0 and 1 when not under mpirun).
+int local_rank_and_count(int* local_count) {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const char* count = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  *local_count = count ? std::max(1, std::atoi(count)) : 1;
+  return rank ? std::atoi(rank) : 0;
+}
+
 // --device wins; otherwise --use_tpu=true means "the accelerator": the first GPU when this
-// build and machine have one, else the CPU with a one-line notice.
-Result<std::unique_ptr<Backend>> choose_backend(const RunOptions& options) {
+// build and machine have one, else the CPU with a one-line notice. Several processes on one
+// machine (mpirun) take one GPU each ("cuda" without an index), or share the cores.
+Result<std::unique_ptr<Backend>> choose_backend(const RunOptions& options, bool say_fallback) {
+  int local_count = 1;
+  const int local_rank = local_rank_and_count(&local_count);
   BackendOptions b;
   b.num_threads = options.num_threads;
+  if (b.num_threads == 0 && local_count > 1) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    b.num_threads = std::max(1, cores / local_count);
+  }
   if (options.device == "cpu") return make_backend(b);
   if (options.device.rfind("cuda", 0) == 0) {
     b.kind = DeviceKind::cuda;
-    b.device_index = options.device.size() > 5 ? std::stoi(options.device.substr(5)) : 0;
+    b.device_index = options.device.size() > 5 ? std::stoi(options.device.substr(5)) : local_rank;
     return make_backend(b);
   }
   if (!options.use_tpu) return make_backend(b);
   b.kind = DeviceKind::cuda;
+  b.device_index = local_rank;
   Result<std::unique_ptr<Backend>> gpu = make_backend(b);
   if (gpu.ok()) return gpu;
-  std::cout << "--use_tpu: no GPU available (" << gpu.status().message() << "); running on the CPU"
-            << std::endl;
+  if (say_fallback) {
+    std::cout << "--use_tpu: no GPU available (" << gpu.status().message()
+              << "); running on the CPU" << std::endl;
+  }
   b.kind = DeviceKind::cpu;
   return make_backend(b);
 }
@@ -56,19 +78,31 @@ int run_main(const std::string& model, int argc, char** argv) {
     if (!status.ok()) std::cerr << program << ": " << status.message() << std::endl;
     return status.ok() ? 0 : 1;
   }
-  Result<std::unique_ptr<Backend>> backend = choose_backend(*options);
-  if (!backend.ok()) {
-    std::cerr << program << ": " << backend.status().message() << std::endl;
+  Result<std::unique_ptr<Communicator>> replicas = communicator_from_environment();
+  if (!replicas.ok()) {
+    std::cerr << program << ": " << replicas.status().message() << std::endl;
     return 1;
   }
-  std::cout << "Running " << model << " --mode=" << options->mode << " on "
-            << (*backend)->description() << std::endl;
+  Communicator& comm = **replicas;
+  // An error on one replica stops them all: the others would wait in a collective forever.
+  auto fail = [&](const std::string& message) {
+    std::cerr << program;
+    if (comm.size() > 1) std::cerr << " (replica " << comm.rank() << ")";
+    std::cerr << ": " << message << std::endl;
+    if (comm.size() > 1) comm.abort(1);
+    return 1;
+  };
+  Result<std::unique_ptr<Backend>> backend = choose_backend(*options, comm.rank() == 0);
+  if (!backend.ok()) return fail(backend.status().message());
+  if (comm.rank() == 0) {
+    std::cout << "Running " << model << " --mode=" << options->mode << " on "
+              << (*backend)->description();
+    if (comm.size() > 1) std::cout << ", data parallel over " << comm.description();
+    std::cout << std::endl;
+  }
   install_stop_signal_handlers();
-  const Status status = run_mode(*options, **backend, std::cout);
-  if (!status.ok()) {
-    std::cerr << program << ": " << status.message() << std::endl;
-    return 1;
-  }
+  const Status status = run_mode(*options, **backend, std::cout, &comm);
+  if (!status.ok()) return fail(status.message());
   return 0;
 }
 

@@ -35,11 +35,17 @@ Status check_layout(const ModelState& state, const Graph& graph) {
 }  // namespace
 
 Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph& graph,
-                                                 const TrainRecipe& recipe) {
+                                                 const TrainRecipe& recipe,
+                                                 DeviceReducer* replicas) {
   IC_RETURN_IF_ERROR(check_layout(state, graph));
   if (!graph.training) return error("Trainer needs a training graph");
   std::unique_ptr<Trainer> t(new Trainer(state));
   t->recipe_ = recipe;
+  t->replicas_ = replicas;
+  // Replicas see different images; they also draw different dropout masks. Rank 0 keeps the
+  // single-process masks.
+  const uint64_t rank = replicas ? static_cast<uint64_t>(replicas->rank()) : 0;
+  t->dropout_seed_base_ = recipe.seed + rank * 0x632be59bd9b4e019ull;
   IC_ASSIGN_OR_RETURN(t->graph_, CompiledGraph::compile(graph, state.backend(), state.layout(),
                                                         state.train_binding()));
   t->loss_terms_ = t->graph_->loss_terms();
@@ -56,7 +62,7 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
   const ParamLayout& layout = state_.layout();
   backend.upload(graph_->images(), images, static_cast<size_t>(image_floats_) * sizeof(float));
   backend.upload(graph_->labels(), labels, static_cast<size_t>(batch_size_) * sizeof(int32_t));
-  const StepContext ctx{dropout_seed(recipe_.seed, state_.global_step), state_.global_step};
+  const StepContext ctx{dropout_seed(dropout_seed_base_, state_.global_step), state_.global_step};
   graph_->forward(ctx);
   float* scratch = scratch_.as<float>();
   if (want_loss) {
@@ -64,6 +70,8 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
     backend.sum_squares(state_.weights(), layout.decayed_count, scratch);
   }
   graph_->backward(ctx);
+  // Data parallel: the mean of the replicas' gradients, as TPU's CrossShardOptimizer takes.
+  if (replicas_ != nullptr) replicas_->mean(state_.grads(), layout.trainable_count);
   // Weight decay: d/dw of wd * sum(w^2)/2 is wd * w, over the decayed prefix of the arena.
   if (recipe_.weight_decay != 0.f && layout.decayed_count > 0) {
     backend.axpy(recipe_.weight_decay, state_.weights(), state_.grads(), layout.decayed_count);
@@ -102,6 +110,11 @@ float Trainer::loss() {
   state_.backend().download(loss_host_.data(), scratch_.data(), loss_host_.size() * sizeof(float));
   float total = recipe_.weight_decay * loss_host_[0] / 2.f;
   for (size_t i = 1; i < loss_host_.size(); ++i) total += loss_host_[i];
+  if (replicas_ != nullptr && replicas_->size() > 1) {
+    double sum = total;
+    replicas_->comm().all_reduce_sum(&sum, 1);
+    total = static_cast<float>(sum / replicas_->size());
+  }
   return total;
 }
 

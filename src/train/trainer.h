@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "dist/device_reducer.h"
 #include "graph/compiled_graph.h"
 #include "train/lr_schedule.h"
 #include "train/metrics.h"
@@ -28,15 +29,19 @@ struct TrainRecipe {
 
 class Trainer {
  public:
-  // `graph` must be a training graph whose parameters match `state`'s layout.
+  // `graph` must be a training graph whose parameters match `state`'s layout. With
+  // `replicas` (data parallel, one process per replica) each step averages the gradients over
+  // the replicas before the update, so every replica applies the same update; the graph's batch
+  // is then this replica's share of the global batch.
   static Result<std::unique_ptr<Trainer>> create(ModelState& state, const Graph& graph,
-                                                 const TrainRecipe& recipe);
+                                                 const TrainRecipe& recipe,
+                                                 DeviceReducer* replicas = nullptr);
 
   // One step on a host batch: images [N,H,W,3] float32, labels [N] int32 (N = the graph's
   // batch). Advances state.global_step. `want_loss` keeps this step's loss for loss().
   void step(const float* images, const int32_t* labels, bool want_loss);
   // The total loss of the last step run with want_loss (terms + weight decay), before the
-  // update, as the reference reports it.
+  // update, as the reference reports it; with replicas, their mean (every replica must call it).
   float loss();
   double last_learning_rate() const { return last_learning_rate_; }
   int64_t batch_size() const { return batch_size_; }
@@ -46,7 +51,9 @@ class Trainer {
   ModelState& state_;
   TrainRecipe recipe_;
   std::unique_ptr<CompiledGraph> graph_;
-  DeviceBuffer scratch_;  // [0]: sum of squares, [1..]: copies of the loss terms
+  DeviceReducer* replicas_ = nullptr;
+  uint64_t dropout_seed_base_ = 0;  // the recipe's seed, mixed with the replica's rank
+  DeviceBuffer scratch_;            // [0]: sum of squares, [1..]: copies of the loss terms
   // Fixed when the graph is compiled; kept so a step asks the graph for nothing.
   std::vector<const float*> loss_terms_;
   std::vector<float> loss_host_;  // scratch_ downloaded by loss()

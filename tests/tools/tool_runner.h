@@ -25,10 +25,10 @@ struct ToolOutput {
   bool contains(const std::string& text) const { return output.find(text) != std::string::npos; }
 };
 
-// Runs `program args` through the shell and waits for it.
-inline ToolOutput run_tool(const std::string& program, const std::string& args) {
+// Runs a shell command line and waits for it.
+inline ToolOutput run_command(const std::string& command_line) {
   ToolOutput result;
-  const std::string command = bin_path(program) + " " + args + " 2>&1";
+  const std::string command = command_line + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
   std::array<char, 4096> buffer;
@@ -38,6 +38,11 @@ inline ToolOutput run_tool(const std::string& program, const std::string& args) 
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+// Runs `program args` from the build's bin directory and waits for it.
+inline ToolOutput run_tool(const std::string& program, const std::string& args) {
+  return run_command(bin_path(program) + " " + args);
 }
 
 // A fresh directory under the system temp dir, removed at the end of the test.

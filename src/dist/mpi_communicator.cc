@@ -1,0 +1,84 @@
+// The MPI implementation (Open MPI on Debian). Only the main thread calls MPI, so
+// MPI_THREAD_FUNNELED is enough; the input pipeline's threads never touch it.
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+
+#include "dist/communicator.h"
+
+namespace ic {
+namespace {
+
+// MPI counts are int: larger arrays go in chunks.
+constexpr size_t kMaxChunk = static_cast<size_t>(INT_MAX) / 2;
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+  ~MpiCommunicator() override { MPI_Finalize(); }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string description() const override {
+    return "MPI, " + std::to_string(size_) + " processes";
+  }
+
+  void all_reduce_sum(float* data, size_t count) override { reduce(data, count, MPI_FLOAT); }
+  void all_reduce_sum(double* data, size_t count) override { reduce(data, count, MPI_DOUBLE); }
+
+  void broadcast(void* data, size_t bytes, int root) override {
+    auto* bytes_ptr = static_cast<char*>(data);
+    for (size_t done = 0; done < bytes; done += kMaxChunk) {
+      const int n = static_cast<int>(std::min(kMaxChunk, bytes - done));
+      MPI_Bcast(bytes_ptr + done, n, MPI_BYTE, root, MPI_COMM_WORLD);
+    }
+  }
+
+  [[noreturn]] void abort(int exit_code) override {
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+    std::exit(exit_code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
+  }
+
+ private:
+  template <typename T>
+  void reduce(T* data, size_t count, MPI_Datatype type) {
+    for (size_t done = 0; done < count; done += kMaxChunk) {
+      const int n = static_cast<int>(std::min(kMaxChunk, count - done));
+      MPI_Allreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, MPI_COMM_WORLD);
+    }
+  }
+
+  int rank_, size_;
+};
+
+}  // namespace
+
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+Result<std::unique_ptr<Communicator>> communicator_from_environment() {
+  if (!launched_by_mpi()) return make_single_process_communicator();
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return error("MPI is already initialised in this process");
+  int provided = 0;
+  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    return error("MPI_Init_thread failed");
+  }
+  if (provided < MPI_THREAD_FUNNELED) {
+    MPI_Finalize();
+    return error("the MPI library does not support MPI_THREAD_FUNNELED");
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(rank, size));
+}
+
+}  // namespace ic

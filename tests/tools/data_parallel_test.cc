@@ -1,0 +1,157 @@
+// Data-parallel training with the real binaries: `mpirun -np 2 inception_v3` on small TFRecord
+// shards made by make_fake_imagenet. One replica speaks (one log, one event file per folder, one
+// set of checkpoints), the split evaluation gives what a single process evaluating the same
+// checkpoint gives, a restart under mpirun resumes, --mode=eval is refused under mpirun, and
+// SIGTERM to mpirun stops every replica with a checkpoint.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "io/checkpoint_dir.h"
+#include "tools/tool_runner.h"
+
+namespace ic {
+namespace {
+
+using testing::run_command;
+using testing::run_tool;
+using testing::TempDir;
+using testing::ToolOutput;
+
+// Open MPI leaks at exit by design: LeakSanitizer (sanitizer builds) is off for its processes.
+std::string mpirun(const std::string& program, const std::string& args) {
+  return "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 mpirun -np 2 --oversubscribe "
+         "--allow-run-as-root " +
+         testing::bin_path(program) + " " + args;
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+size_t event_files(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    n += entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  }
+  return n;
+}
+
+// "accuracy = A, accuracy@5 = B, global_step = N, loss = L" of the first eval line for `step`.
+double eval_value(const ToolOutput& out, int step, const std::string& key) {
+  const size_t line = out.output.find("Saving dict for global step " + std::to_string(step));
+  if (line == std::string::npos) return -1;
+  const size_t at = out.output.find(key + " = ", line);
+  return std::stod(out.output.substr(at + key.size() + 3));
+}
+
+// 10 classes are labels 1..10; 4 training shards (2 per replica), 2 validation shards of 12
+// images; the eval batch of 4 splits into 2 per replica, so every batch is full either way.
+std::string flags(const std::string& data_dir, const std::string& model_dir) {
+  return "--data_dir=" + data_dir + " --model_dir=" + model_dir +
+         " --use_tpu=False --num_threads=1 --iterations=2 --train_batch_size=4 "
+         "--eval_batch_size=4 --width=75 --height=75 --depth_multiplier=0.1 --num_classes=11 "
+         "--save_checkpoints_secs=0 --num_parallel_calls=1";
+}
+
+int64_t latest_step(const std::string& model_dir) {
+  auto latest = latest_checkpoint(model_dir);
+  if (!latest.ok() || !latest->has_value()) return -1;
+  return checkpoint_step(**latest).value_or(-1);
+}
+
+TEST(DataParallel, TwoProcessesTrainEvaluateAndResumeAsOne) {
+  TempDir dir;
+  const std::string data = dir.sub("data"), model = dir.sub("model");
+  ToolOutput made =
+      run_tool("make_fake_imagenet", "--output_dir=" + data +
+                                         " --num_train_images=64 --num_validation_images=24 "
+                                         "--train_shards=4 --validation_shards=2 --image_size=48 "
+                                         "--num_classes=10 --num_threads=1");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+
+  ToolOutput run = run_command(mpirun("inception_v3",
+                                      "--mode=train_and_eval --train_steps=4 "
+                                      "--train_steps_per_eval=2 " +
+                                          flags(data, model)));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(occurrences(run.output, "data parallel over MPI, 2 processes"), 1u) << run.output;
+  EXPECT_EQ(occurrences(run.output, "Running inception_v3"), 1u) << run.output;
+  EXPECT_EQ(occurrences(run.output, "\nstep = 4, loss = "), 1u) << run.output;
+  EXPECT_EQ(occurrences(run.output, "Saving checkpoints for 4 "), 1u) << run.output;
+  EXPECT_EQ(occurrences(run.output, "Saving dict for global step 4:"), 1u) << run.output;
+  EXPECT_EQ(latest_step(model), 4);
+  EXPECT_EQ(event_files(model), 1u);
+  EXPECT_EQ(event_files(model + "/eval"), 1u);
+
+  // One process evaluating the saved step-4 checkpoint over all 24 images agrees with the two
+  // replicas' split evaluation.
+  ToolOutput alone = run_tool("inception_v3",
+                              "--mode=eval --train_steps=4 --eval_timeout=0 " + flags(data, model));
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_DOUBLE_EQ(eval_value(alone, 4, "accuracy"), eval_value(run, 4, "accuracy"))
+      << run.output << alone.output;
+  EXPECT_DOUBLE_EQ(eval_value(alone, 4, "accuracy@5"), eval_value(run, 4, "accuracy@5"));
+  EXPECT_NEAR(eval_value(alone, 4, "loss"), eval_value(run, 4, "loss"),
+              1e-4 * eval_value(alone, 4, "loss"));
+
+  ToolOutput resumed =
+      run_command(mpirun("inception_v3", "--mode=train --train_steps=6 " + flags(data, model)));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(occurrences(resumed.output, "Restoring parameters from"), 1u) << resumed.output;
+  EXPECT_EQ(occurrences(resumed.output, "global step 4)"), 1u) << resumed.output;
+  EXPECT_TRUE(resumed.contains("step = 6, loss = ")) << resumed.output;
+  EXPECT_EQ(latest_step(model), 6);
+
+  ToolOutput eval = run_command(mpirun("inception_v3", "--mode=eval " + flags(data, model)));
+  EXPECT_NE(eval.exit_code, 0) << eval.output;
+  EXPECT_TRUE(eval.contains("start it without mpirun")) << eval.output;
+}
+
+TEST(DataParallel, SigtermToMpirunLeavesACheckpoint) {
+  TempDir dir;
+  const std::string model = dir.sub("model"), log_path = dir.sub("log.txt");
+  const std::string command =
+      "exec " +
+      mpirun("inception_v3",
+             "--mode=train --use_data=fake --use_tpu=False --num_threads=1 "
+             "--iterations=1 --train_steps=100000 --train_batch_size=4 --width=75 "
+             "--height=75 --depth_multiplier=0.1 --num_classes=10 "
+             "--save_checkpoints_secs=0 --model_dir=" +
+                 model) +
+      " >" + log_path + " 2>&1";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto read_log = [&] {
+    std::ifstream in(log_path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (read_log().find("\nstep = 3,") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(kill(pid, SIGTERM), 0);  // mpirun forwards it to both replicas
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const std::string log = read_log();
+  EXPECT_EQ(occurrences(log, "Stop requested by signal 15"), 1u) << log;
+  const int64_t step = latest_step(model);
+  EXPECT_GE(step, 3) << log;
+  EXPECT_EQ(occurrences(log, "Saving checkpoints for " + std::to_string(step) + " "), 1u) << log;
+}
+
+}  // namespace
+}  // namespace ic
