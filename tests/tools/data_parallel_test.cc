@@ -25,9 +25,10 @@ using testing::TempDir;
 using testing::ToolOutput;
 
 // Open MPI leaks at exit by design: LeakSanitizer (sanitizer builds) is off for its processes.
-std::string mpirun(const std::string& program, const std::string& args) {
-  return "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 mpirun -np 2 --oversubscribe "
-         "--allow-run-as-root " +
+// `exec_mpirun`: the shell becomes mpirun, so that a signal to the child reaches mpirun.
+std::string mpirun(const std::string& program, const std::string& args, bool exec_mpirun = false) {
+  return std::string("ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ") +
+         (exec_mpirun ? "exec " : "") + "mpirun -np 2 --oversubscribe --allow-run-as-root " +
          testing::bin_path(program) + " " + args;
 }
 
@@ -120,13 +121,13 @@ TEST(DataParallel, SigtermToMpirunLeavesACheckpoint) {
   TempDir dir;
   const std::string model = dir.sub("model"), log_path = dir.sub("log.txt");
   const std::string command =
-      "exec " +
       mpirun("inception_v3",
              "--mode=train --use_data=fake --use_tpu=False --num_threads=1 "
              "--iterations=1 --train_steps=100000 --train_batch_size=4 --width=75 "
              "--height=75 --depth_multiplier=0.1 --num_classes=10 "
              "--save_checkpoints_secs=0 --model_dir=" +
-                 model) +
+                 model,
+             /*exec_mpirun=*/true) +
       " >" + log_path + " 2>&1";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -139,12 +140,13 @@ TEST(DataParallel, SigtermToMpirunLeavesACheckpoint) {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  int status = 0;
   while (read_log().find("\nstep = 3,") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0) << "mpirun ended early:\n" << read_log();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_EQ(kill(pid, SIGTERM), 0);  // mpirun forwards it to both replicas
-  int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   const std::string log = read_log();
   EXPECT_EQ(occurrences(log, "Stop requested by signal 15"), 1u) << log;
