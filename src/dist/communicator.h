@@ -45,4 +45,8 @@ Result<std::unique_ptr<Communicator>> communicator_from_environment();
 // initialising anything).
 bool launched_by_mpi();
 
+// This process's index among the job's processes on this machine, and their number (0 and 1
+// without a launcher): one GPU per local process, the cores shared among them.
+int local_process_index(int* local_count);
+
 }  // namespace ic

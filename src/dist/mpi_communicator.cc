@@ -62,6 +62,13 @@ bool launched_by_mpi() {
   return false;
 }
 
+int local_process_index(int* local_count) {
+  const char* index = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const char* count = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  *local_count = count ? std::max(1, std::atoi(count)) : 1;
+  return index ? std::atoi(index) : 0;
+}
+
 Result<std::unique_ptr<Communicator>> communicator_from_environment() {
   if (!launched_by_mpi()) return make_single_process_communicator();
   int initialized = 0;

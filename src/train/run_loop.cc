@@ -131,8 +131,7 @@ Status Session::prepare_training() {
     IC_RETURN_IF_ERROR(state_->initialize(static_cast<uint64_t>(options_.seed)));
   }
   share_leader_state();
-  IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_,
-                                                replicas_.size() > 1 ? &replicas_ : nullptr));
+  IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_, &replicas_));
   IC_ASSIGN_OR_RETURN(train_source_, make_batch_source(options_, true, trainer_->batch_size(),
                                                        replicas_.rank(), replicas_.size()));
   if (leader_) {

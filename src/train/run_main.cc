@@ -1,7 +1,6 @@
 #include "train/run_main.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -15,20 +14,12 @@
 namespace ic {
 namespace {
 
-// Open MPI's numbering of the processes on this machine (0 and 1 when not under mpirun).
-int local_rank_and_count(int* local_count) {
-  const char* rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  const char* count = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  *local_count = count ? std::max(1, std::atoi(count)) : 1;
-  return rank ? std::atoi(rank) : 0;
-}
-
 // --device wins; otherwise --use_tpu=true means "the accelerator": the first GPU when this
 // build and machine have one, else the CPU with a one-line notice. Several processes on one
 // machine (mpirun) take one GPU each ("cuda" without an index), or share the cores.
 Result<std::unique_ptr<Backend>> choose_backend(const RunOptions& options, bool say_fallback) {
   int local_count = 1;
-  const int local_rank = local_rank_and_count(&local_count);
+  const int local_rank = local_process_index(&local_count);
   BackendOptions b;
   b.num_threads = options.num_threads;
   if (b.num_threads == 0 && local_count > 1) {
