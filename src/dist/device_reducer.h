@@ -20,6 +20,8 @@ class DeviceReducer {
 
   // data = mean over ranks of data (count floats of device memory).
   void mean(float* data, size_t count);
+  // The mean over ranks of a host value (every rank must call it).
+  double mean(double value);
   // Copies root's `count` floats to every rank.
   void broadcast(float* data, size_t count, int root);
   // True on every rank when `flag` is true on at least one.
@@ -27,6 +29,8 @@ class DeviceReducer {
 
  private:
   bool host_memory() const { return backend_.kind() == DeviceKind::cpu; }
+  template <typename Op>
+  void on_host(float* data, size_t count, Op op);
   Communicator& comm_;
   Backend& backend_;
   std::vector<float> staging_;

@@ -110,12 +110,7 @@ float Trainer::loss() {
   state_.backend().download(loss_host_.data(), scratch_.data(), loss_host_.size() * sizeof(float));
   float total = recipe_.weight_decay * loss_host_[0] / 2.f;
   for (size_t i = 1; i < loss_host_.size(); ++i) total += loss_host_[i];
-  if (replicas_ != nullptr) {
-    double sum = total;
-    replicas_->comm().all_reduce_sum(&sum, 1);
-    total = static_cast<float>(sum / replicas_->size());
-  }
-  return total;
+  return replicas_ ? static_cast<float>(replicas_->mean(static_cast<double>(total))) : total;
 }
 
 Result<std::unique_ptr<Evaluator>> Evaluator::create(ModelState& state, const Graph& graph,
