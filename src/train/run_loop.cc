@@ -66,6 +66,7 @@ class Session {
   Status prepare_evaluator();
   Status train_until(int64_t target);
   Status save();
+  Status check_device(const char* during);
   Status write_train_summaries(float loss, double steps_per_sec, double examples_per_sec);
   Result<std::string> evaluate_and_report();
   // This process's stop request (signals); see stop_agreed() for training.
@@ -202,6 +203,17 @@ Status Session::write_train_summaries(float loss, double steps_per_sec, double e
   return train_events_->flush();
 }
 
+// A GPU runs the loop's work asynchronously: a kernel that faulted is reported by the backend's
+// status(), checked once per loop (the loop has no host synchronisation), before its loss is
+// read or a checkpoint of its weights is written.
+Status Session::check_device(const char* during) {
+  const Status device = backend_.status();
+  if (device.ok()) return device;
+  return error(backend_.description(), " failed during ", during, " (global step ",
+               state_->global_step,
+               "; no checkpoint written for it, the last one is kept): ", device.message());
+}
+
 Status Session::train_until(int64_t target) {
   while (state_->global_step < target && !stop_agreed()) {
     const int64_t steps = std::min<int64_t>(options_.iterations, target - state_->global_step);
@@ -213,6 +225,7 @@ Status Session::train_until(int64_t target) {
       trainer_->step(batch->images.data(), batch->labels.data(), /*want_loss=*/done + 1 == steps);
       if (stop_agreed()) break;
     }
+    IC_RETURN_IF_ERROR(check_device("training"));
     if (done < steps) break;  // stopped mid-loop: no loss of the last step to report
     const float loss = trainer_->loss();
     if (!std::isfinite(loss)) {
@@ -252,6 +265,7 @@ Result<std::string> Session::evaluate_and_report() {
     if (!batch) break;
     evaluator_->run_batch(batch->images.data(), batch->labels.data());
   }
+  IC_RETURN_IF_ERROR(check_device("evaluation"));
   const std::string source_note = input_summary(*source);
   if (!source_note.empty()) log_ << source_note << std::endl;
   if (stop_agreed()) return std::string();

@@ -38,8 +38,7 @@ Result<std::unique_ptr<Backend>> choose_backend(const RunOptions& options, bool 
   Result<std::unique_ptr<Backend>> gpu = make_backend(b);
   if (gpu.ok()) return gpu;
   if (say_fallback) {
-    std::cout << "--use_tpu: no GPU available (" << gpu.status().message()
-              << "); running on the CPU" << std::endl;
+    std::cout << "--use_tpu: " << gpu.status().message() << "; running on the CPU" << std::endl;
   }
   b.kind = DeviceKind::cpu;
   return make_backend(b);

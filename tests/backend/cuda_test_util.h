@@ -26,7 +26,8 @@ inline std::unique_ptr<Backend> cuda_backend_or_null(std::string* why) {
 
 // True for the errors that mean "no GPU here" rather than "the backend is broken".
 inline bool is_no_gpu(const std::string& message) {
-  return message.find("no CUDA device") != std::string::npos ||
+  return message.find("no GPU") != std::string::npos ||
+         message.find("no usable GPU") != std::string::npos ||
          message.find("no CUDA backend") != std::string::npos;
 }
 

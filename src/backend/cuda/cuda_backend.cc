@@ -280,13 +280,35 @@ Result<std::unique_ptr<OpKernel>> CudaBackend::compile(const OpDesc& desc) {
 }  // namespace ic::cuda
 
 namespace ic {
+namespace {
+
+std::string cuda_version(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+// Why there is no usable GPU, in the user's words. On a machine without an NVIDIA driver the
+// runtime's own message is "CUDA driver version is insufficient", which sends people to update
+// a driver they do not have.
+std::string no_gpu_reason(cudaError_t probe) {
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  if (driver == 0) return "no GPU: this machine has no NVIDIA driver (libcuda.so.1 not found)";
+  if (probe == cudaSuccess || probe == cudaErrorNoDevice)
+    return "no GPU: the NVIDIA driver (CUDA " + cuda_version(driver) + ") sees no CUDA device";
+  if (probe == cudaErrorInsufficientDriver) {
+    return "no usable GPU: the NVIDIA driver supports CUDA " + cuda_version(driver) +
+           " but this build needs CUDA " + cuda_version(runtime) + " (update the driver)";
+  }
+  return std::string("no usable GPU (cudaGetDeviceCount: ") + cudaGetErrorString(probe) + ")";
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Backend>> make_cuda_backend(const BackendOptions& options) {
   int count = 0;
   const cudaError_t probe = cudaGetDeviceCount(&count);
-  if (probe != cudaSuccess)
-    return error("no CUDA device found (cudaGetDeviceCount: ", cudaGetErrorString(probe), ")");
-  if (count == 0) return error("no CUDA device found (cudaGetDeviceCount: 0 devices)");
+  if (probe != cudaSuccess || count == 0) return error(no_gpu_reason(probe));
   if (options.device_index < 0 || options.device_index >= count)
     return error("cuda:", options.device_index, " does not exist: this machine has ", count,
                  " CUDA device", count == 1 ? "" : "s", " (cuda:0..cuda:", count - 1, ")");
