@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda_test_util.h"
 #include "graph/compiled_graph.h"
 #include "models/model.h"
 #include "train/model_state.h"
@@ -16,27 +17,6 @@
 
 namespace ic {
 namespace {
-
-std::unique_ptr<Backend> gpu_or_null(std::string* why) {
-  BackendOptions options;
-  options.kind = DeviceKind::cuda;
-  options.allow_tf32 = false;  // IEEE float32, comparable with the CPU
-  auto backend = make_cuda_backend(options);
-  if (!backend.ok()) {
-    *why = backend.status().message();
-    return nullptr;
-  }
-  return std::move(backend).value();
-}
-
-#define GPU_OR_SKIP(backend)                              \
-  std::string why_;                                       \
-  auto backend = gpu_or_null(&why_);                      \
-  if (!backend) {                                         \
-    if (why_.find("no CUDA") != std::string::npos)        \
-      GTEST_SKIP() << "skipped: no GPU (" << why_ << ")"; \
-    FAIL() << why_;                                       \
-  }
 
 ModelOptions tiny_inception() {
   ModelOptions o = default_model_options("inception_v3").value();
@@ -89,7 +69,8 @@ std::vector<float> loss_curve(Backend& backend, const ModelOptions& o, int steps
 }
 
 TEST(CudaTraining, TinyInceptionFollowsTheCpuLossCurve) {
-  GPU_OR_SKIP(gpu);
+  std::unique_ptr<Backend> gpu;
+  IC_CUDA_BACKEND_OR_SKIP(gpu);
   auto cpu = make_cpu_backend(BackendOptions{});
   ASSERT_TRUE(cpu.ok());
   const ModelOptions o = tiny_inception();
@@ -104,7 +85,8 @@ TEST(CudaTraining, TinyInceptionFollowsTheCpuLossCurve) {
 }
 
 TEST(CudaTraining, CapturedForwardBackwardMatchesPlainLaunches) {
-  GPU_OR_SKIP(gpu);
+  std::unique_ptr<Backend> gpu;
+  IC_CUDA_BACKEND_OR_SKIP(gpu);
   if (!gpu->supports_capture()) GTEST_SKIP() << "this backend cannot capture steps";
   ModelOptions o = tiny_inception();
   auto graph = build_model(o);
