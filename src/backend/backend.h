@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,10 @@ class Backend {
 
   // Memory -----------------------------------------------------------------------------
   virtual Result<DeviceBuffer> allocate(size_t bytes) = 0;  // 64-byte aligned at least
+  // Bytes that can still be allocated, as the system reports them (CPU: the memory the kernel
+  // and the cgroup leave to this process; GPU: free device memory); nullopt when unknown.
+  // Used to refuse a batch that cannot fit before allocating it, with the figures.
+  virtual std::optional<size_t> available_memory() const { return std::nullopt; }
   virtual void upload(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void download(void* host_dst, const void* src, size_t bytes) = 0;  // synchronises
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;

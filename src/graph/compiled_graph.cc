@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "core/host_memory.h"
 #include "graph/autodiff.h"
 #include "graph/memory_plan.h"
 #include "graph/op_profile.h"
@@ -76,7 +78,8 @@ class Executor final : public CompiledGraph {
     }
   }
 
-  Status build(const Graph& original, const ParamLayout& layout, const ParamBinding& binding);
+  Status build(const Graph& original, const ParamLayout& layout, const ParamBinding& binding,
+               size_t keep_free_bytes);
 
  private:
   void* buffer(int32_t request) const {
@@ -115,8 +118,31 @@ OpDesc prepared_desc(const Node& node, const AutodiffPlan* autodiff) {
 
 std::string mib(size_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
 
+// An arena that cannot fit is refused before it is allocated: on the CPU an allocation of more
+// than the machine has may even succeed and get the process killed when it is touched.
+Status check_arena_fits(const Graph& graph, const Backend& backend, size_t arena,
+                        size_t keep_free) {
+  const std::optional<size_t> available = backend.available_memory();
+  if (!available || arena + keep_free <= *available) return Status();
+  const int64_t batch = graph.values.at(static_cast<size_t>(graph.images)).shape.n();
+  const size_t room = *available > keep_free ? *available - keep_free : 0;
+  // Activation memory grows in proportion to the batch (workspaces aside), and the input
+  // pipeline's batches grow with it too: an estimate, with a tenth kept back for those.
+  const auto fits = static_cast<int64_t>(0.9 * static_cast<double>(batch) *
+                                         static_cast<double>(room) / static_cast<double>(arena));
+  return error("one ", graph.training ? "training step" : "evaluation batch", " of ", batch,
+               " images needs ", format_bytes(arena),
+               " of activation memory (the graph's memory plan)",
+               keep_free > 0 ? " and " + format_bytes(keep_free) + " more for the model state" : "",
+               ", but ", backend.description(), " has ", format_bytes(*available), " available; ",
+               fits >= 1 ? "the largest batch that fits is about " + std::to_string(fits) +
+                               " images per process (lower the batch size, or split it over "
+                               "more processes)"
+                         : "not even one image fits");
+}
+
 Status Executor::build(const Graph& original, const ParamLayout& layout,
-                       const ParamBinding& binding) {
+                       const ParamBinding& binding, size_t keep_free_bytes) {
   if (layout.offset.size() != original.params.size())
     return error("parameter layout has ", layout.offset.size(), " entries for ",
                  original.params.size(), " graph parameters");
@@ -158,6 +184,7 @@ Status Executor::build(const Graph& original, const ParamLayout& layout,
                       plan_step_buffers(graph, ad, autodiff.storage_root, sizes));
   requests_ = std::move(buffers.requests);
   plan_ = plan_memory(requests_, 64);
+  IC_RETURN_IF_ERROR(check_arena_fits(original, backend_, plan_.arena_bytes, keep_free_bytes));
   IC_ASSIGN_OR_RETURN(arena_, backend_.allocate(std::max<size_t>(plan_.arena_bytes, 64)));
 
   auto weight = [&](ParamId p) -> void* {
@@ -252,9 +279,10 @@ Status Executor::build(const Graph& original, const ParamLayout& layout,
 
 Result<std::unique_ptr<CompiledGraph>> CompiledGraph::compile(const Graph& graph, Backend& backend,
                                                               const ParamLayout& layout,
-                                                              const ParamBinding& binding) {
+                                                              const ParamBinding& binding,
+                                                              size_t keep_free_bytes) {
   auto executor = std::make_unique<Executor>(backend);
-  IC_RETURN_IF_ERROR(executor->build(graph, layout, binding));
+  IC_RETURN_IF_ERROR(executor->build(graph, layout, binding, keep_free_bytes));
   return std::unique_ptr<CompiledGraph>(std::move(executor));
 }
 

@@ -17,9 +17,14 @@ namespace ic {
 
 class CompiledGraph {
  public:
+  // Before the activation arena is allocated, its planned size plus `keep_free_bytes` (memory
+  // the caller will still need, e.g. host copies of the model state for checkpoints) is checked
+  // against the backend's available memory: a batch that cannot fit is refused with the figures
+  // and the largest batch that would, rather than failing or being killed mid-run.
   static Result<std::unique_ptr<CompiledGraph>> compile(const Graph& graph, Backend& backend,
                                                         const ParamLayout& layout,
-                                                        const ParamBinding& binding);
+                                                        const ParamBinding& binding,
+                                                        size_t keep_free_bytes = 0);
   virtual ~CompiledGraph() = default;
 
   // Device buffers the caller fills before forward(): images [N,H,W,3] f32, labels [N] i32

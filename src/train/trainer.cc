@@ -32,6 +32,19 @@ Status check_layout(const ModelState& state, const Graph& graph) {
   return Status();
 }
 
+// What checkpoint_tensors() will copy to host memory at each save: the weights, their EMA and
+// optimizer slots, the moving statistics and their EMA. Kept free when the step's arena is
+// placed, so that the first save cannot be what runs out of memory.
+size_t checkpoint_host_bytes(const ModelState& state) {
+  const ParamLayout& layout = state.layout();
+  const size_t slots = state.optimizer() == OptimizerKind::rmsprop    ? 2
+                       : state.optimizer() == OptimizerKind::momentum ? 1
+                                                                      : 0;
+  const size_t ema = state.has_ema() ? 1 : 0;
+  return sizeof(float) *
+         (layout.trainable_count * (1 + ema + slots) + layout.state_count * (1 + ema));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph& graph,
@@ -46,8 +59,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph&
   // single-process masks.
   const uint64_t rank = replicas ? static_cast<uint64_t>(replicas->rank()) : 0;
   t->dropout_seed_base_ = recipe.seed + rank * 0x632be59bd9b4e019ull;
-  IC_ASSIGN_OR_RETURN(t->graph_, CompiledGraph::compile(graph, state.backend(), state.layout(),
-                                                        state.train_binding()));
+  IC_ASSIGN_OR_RETURN(t->graph_,
+                      CompiledGraph::compile(graph, state.backend(), state.layout(),
+                                             state.train_binding(), checkpoint_host_bytes(state)));
   t->loss_terms_ = t->graph_->loss_terms();
   t->loss_host_.resize(t->loss_terms_.size() + 1);
   IC_ASSIGN_OR_RETURN(t->scratch_, state.backend().allocate(t->loss_host_.size() * sizeof(float)));

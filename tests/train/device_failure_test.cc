@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "train/forwarding_backend.h"
 #include "train/run_loop.h"
 #include "train/train_flags.h"
 
@@ -19,46 +20,17 @@ namespace {
 // The CPU backend, except that status() reports a failure once more than `healthy_batches`
 // label batches (uploads of `label_bytes`) have been uploaded: every call still runs, as on a GPU
 // whose failure is only seen when asked for.
-class FailingLaterBackend final : public Backend {
+class FailingLaterBackend final : public testing::ForwardingBackend {
  public:
-  FailingLaterBackend(std::unique_ptr<Backend> inner, size_t label_bytes, int healthy_batches)
-      : inner_(std::move(inner)), label_bytes_(label_bytes), healthy_batches_(healthy_batches) {}
+  FailingLaterBackend(size_t label_bytes, int healthy_batches)
+      : ForwardingBackend(testing::cpu_backend_for_tests()),
+        label_bytes_(label_bytes),
+        healthy_batches_(healthy_batches) {}
 
-  DeviceKind kind() const override { return inner_->kind(); }
   std::string description() const override { return "failing test device"; }
-  Result<DeviceBuffer> allocate(size_t bytes) override { return inner_->allocate(bytes); }
   void upload(void* dst, const void* src, size_t bytes) override {
     if (bytes == label_bytes_) ++batches_;
-    inner_->upload(dst, src, bytes);
-  }
-  void download(void* dst, const void* src, size_t bytes) override {
-    inner_->download(dst, src, bytes);
-  }
-  void copy(void* dst, const void* src, size_t bytes) override { inner_->copy(dst, src, bytes); }
-  void fill(float* dst, float value, size_t count) override { inner_->fill(dst, value, count); }
-  void synchronize() override { inner_->synchronize(); }
-  Result<std::unique_ptr<OpKernel>> compile(const OpDesc& desc) override {
-    return inner_->compile(desc);
-  }
-  void add_inplace(float* y, const float* x, size_t count) override {
-    inner_->add_inplace(y, x, count);
-  }
-  void axpy(float a, const float* x, float* y, size_t count) override {
-    inner_->axpy(a, x, y, count);
-  }
-  void sum_squares(const float* x, size_t count, float* result) override {
-    inner_->sum_squares(x, count, result);
-  }
-  void rmsprop_update(const OptimizerArgs& args, float decay, float momentum,
-                      float epsilon) override {
-    inner_->rmsprop_update(args, decay, momentum, epsilon);
-  }
-  void momentum_update(const OptimizerArgs& args, float momentum) override {
-    inner_->momentum_update(args, momentum);
-  }
-  void sgd_update(const OptimizerArgs& args) override { inner_->sgd_update(args); }
-  void ema_update(float* shadow, const float* value, size_t count, float decay) override {
-    inner_->ema_update(shadow, value, count, decay);
+    ForwardingBackend::upload(dst, src, bytes);
   }
   Status status() override {
     if (batches_ <= healthy_batches_) return Status();
@@ -66,7 +38,6 @@ class FailingLaterBackend final : public Backend {
   }
 
  private:
-  std::unique_ptr<Backend> inner_;
   size_t label_bytes_;
   int healthy_batches_;
   int batches_ = 0;
@@ -123,10 +94,8 @@ TEST(DeviceFailure, TrainingStopsAtTheLoopEndWithTheDeviceMessageAndWritesNoChec
   TempDir dir;
   Result<RunOptions> options = tiny_run(dir.path(), "train");
   ASSERT_TRUE(options.ok()) << options.status().message();
-  auto cpu = make_backend(BackendOptions{});
-  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
   // Two steps (batches of 2 int32 labels) are healthy; the third step fails.
-  FailingLaterBackend device(std::move(cpu).value(), 2 * sizeof(int32_t), /*healthy_batches=*/2);
+  FailingLaterBackend device(2 * sizeof(int32_t), /*healthy_batches=*/2);
   std::ostringstream log;
   const Status status = run_mode(*options, device, log);
   ASSERT_FALSE(status.ok()) << log.str();
@@ -143,10 +112,8 @@ TEST(DeviceFailure, EvaluationReportsNoResultFromAFailedDevice) {
   TempDir dir;
   Result<RunOptions> options = tiny_run(dir.path(), "train_and_eval");
   ASSERT_TRUE(options.ok()) << options.status().message();
-  auto cpu = make_backend(BackendOptions{});
-  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
   // Training's loop of two steps is healthy; evaluation's first batch fails.
-  FailingLaterBackend device(std::move(cpu).value(), 2 * sizeof(int32_t), /*healthy_batches=*/2);
+  FailingLaterBackend device(2 * sizeof(int32_t), /*healthy_batches=*/2);
   std::ostringstream log;
   const Status status = run_mode(*options, device, log);
   ASSERT_FALSE(status.ok()) << log.str();

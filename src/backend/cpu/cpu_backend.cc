@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_common.h"
+#include "core/host_memory.h"
 
 namespace ic::cpu {
 
@@ -57,6 +58,7 @@ class CpuBackend final : public Backend {
     if (!p) return error("cpu: cannot allocate ", bytes, " bytes");
     return DeviceBuffer(p, bytes, [](void* q) { std::free(q); });
   }
+  std::optional<size_t> available_memory() const override { return available_host_memory(); }
   void upload(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
   void copy(void* dst, const void* src, size_t bytes) override {

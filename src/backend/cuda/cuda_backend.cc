@@ -90,6 +90,12 @@ class CudaBackend final : public Backend {
     IC_RETURN_IF_ERROR(use_device());
     return device_alloc(bytes);
   }
+  std::optional<size_t> available_memory() const override {
+    size_t free = 0, total = 0;
+    if (cudaSetDevice(ctx_.device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess)
+      return std::nullopt;
+    return free;
+  }
   // From pageable host memory the driver stages the copy, so the call returns once the
   // source has been read; from pinned memory it is fully asynchronous.
   void upload(void* dst, const void* host_src, size_t bytes) override {
