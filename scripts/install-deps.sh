@@ -3,7 +3,7 @@
 # Usage (as root on Debian 12): scripts/install-deps.sh [--bench]
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git time
   libdnnl-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev
   libprotobuf-dev protobuf-compiler libgflags-dev
   libopenmpi-dev openmpi-bin

@@ -9,6 +9,8 @@ jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 900)
+# The trainer's memory estimate against the measured peak, full-size Inception v3 (~40 s).
+bench/memory_estimate.sh 4 16
 
 # The sanitizer build leaves out the CUDA backend (nvcc does not take -fsanitize) and runs
 # the same tests; oneDNN's JIT code is not instrumented but our code around it is.

@@ -1,5 +1,7 @@
 #include "core/host_memory.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -41,6 +43,13 @@ std::optional<size_t> available_host_memory() {
     available = available ? std::min(*available, left) : left;
   }
   return available;
+}
+
+std::optional<size_t> resident_memory() {
+  std::ifstream in("/proc/self/statm");
+  size_t total_pages = 0, resident_pages = 0;
+  if (!(in >> total_pages >> resident_pages)) return std::nullopt;
+  return resident_pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
 std::string format_bytes(size_t bytes) {

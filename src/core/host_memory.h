@@ -12,6 +12,9 @@ namespace ic {
 // nullopt when neither /proc/meminfo nor a cgroup limit can be read.
 std::optional<size_t> available_host_memory();
 
+// This process's resident memory now (/proc/self/statm); nullopt where it cannot be read.
+std::optional<size_t> resident_memory();
+
 // "1.5 GiB", "592 MiB": sizes for messages.
 std::string format_bytes(size_t bytes);
 

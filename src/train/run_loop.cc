@@ -135,6 +135,7 @@ Status Session::prepare_training() {
   IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_, &replicas_));
   IC_ASSIGN_OR_RETURN(train_source_, make_batch_source(options_, true, trainer_->batch_size(),
                                                        replicas_.rank(), replicas_.size()));
+  log_ << trainer_->memory_estimate() << std::endl;
   if (leader_) {
     IC_ASSIGN_OR_RETURN(train_events_, EventWriter::create(options_.model_dir));
   }

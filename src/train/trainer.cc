@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include "core/host_memory.h"
 #include "train/ema.h"
 
 namespace ic {
@@ -118,6 +119,35 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
     backend.ema_update(state_.ema_weights(), state_.weights(), layout.trainable_count, decay);
     backend.ema_update(state_.ema_state(), state_.state(), layout.state_count, decay);
   }
+}
+
+std::string Trainer::memory_estimate() const {
+  const Backend& backend = state_.backend();
+  const size_t arena = graph_->activation_bytes();
+  const size_t copies = checkpoint_host_bytes(state_);
+  // The batch being trained on and the one the input pipeline prepares meanwhile.
+  const size_t input = 2 * static_cast<size_t>(image_floats_ + batch_size_) * sizeof(float);
+  const size_t process = resident_memory().value_or(0);
+  const bool on_host = backend.kind() == DeviceKind::cpu;
+  // On the CPU the arena is allocated but not yet touched, so it is not resident yet.
+  const size_t host_peak = process + copies + input + (on_host ? arena : 0);
+  std::string line = "Memory: about " + format_bytes(host_peak) + " of host memory at the peak (" +
+                     (on_host ? format_bytes(arena) + " activations for " +
+                                    std::to_string(batch_size_) + " images per step, "
+                              : std::string()) +
+                     format_bytes(process) + " model state and program, " + format_bytes(copies) +
+                     " checkpoint copies, " + format_bytes(input) + " input batches)";
+  if (const std::optional<size_t> host = available_host_memory()) {
+    line += "; " + format_bytes(*host) + " available";
+  }
+  if (!on_host) {
+    line += "; " + format_bytes(arena) + " of activations for " + std::to_string(batch_size_) +
+            " images per step on " + backend.description();
+    if (const std::optional<size_t> device = backend.available_memory()) {
+      line += " (" + format_bytes(*device) + " free there)";
+    }
+  }
+  return line;
 }
 
 float Trainer::loss() {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "dist/device_reducer.h"
 #include "graph/compiled_graph.h"
@@ -45,6 +46,10 @@ class Trainer {
   float loss();
   double last_learning_rate() const { return last_learning_rate_; }
   int64_t batch_size() const { return batch_size_; }
+  // One line for the run's log: the memory this training run will hold at its peak (the
+  // process so far, the step's activation arena, the checkpoint's host copies, input batches)
+  // and what the machine has available. Call after the model state is initialised.
+  std::string memory_estimate() const;
 
  private:
   Trainer(ModelState& state) : state_(state) {}
