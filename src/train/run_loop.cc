@@ -110,6 +110,7 @@ Status Session::run_summary() {
 
 Status Session::prepare_training() {
   IC_ASSIGN_OR_RETURN(recipe_, train_recipe_for(options_));
+  IC_ASSIGN_OR_RETURN(recipe_.micro_batches, micro_batches_for(options_, replicas_.size()));
   IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, true, replicas_.size()));
   IC_ASSIGN_OR_RETURN(train_graph_, build_model(m));
   IC_ASSIGN_OR_RETURN(state_, ModelState::create(backend_, train_graph_, recipe_.optimizer, true,

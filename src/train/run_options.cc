@@ -60,6 +60,7 @@ Status validate_run_options(const RunOptions& o) {
   IC_RETURN_IF_ERROR(at_least("followup_shuffle_buffer_size", o.followup_shuffle_buffer_size, 0));
   IC_RETURN_IF_ERROR(at_least("num_threads", o.num_threads, 0));
   IC_RETURN_IF_ERROR(at_least("keep_checkpoint_max", o.keep_checkpoint_max, 1));
+  IC_RETURN_IF_ERROR(at_least("micro_batch_size", o.micro_batch_size, 0));
   if (!(o.min_crop_area > 0 && o.min_crop_area <= 1)) {
     return error("bad value ", o.min_crop_area, " for --min_crop_area (allowed: > 0 and <= 1)");
   }

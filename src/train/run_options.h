@@ -68,6 +68,8 @@ struct RunOptions {
   std::string device;       // "" (from --use_tpu), "cpu", "cuda:N"
   int64_t seed = 0;
   int32_t keep_checkpoint_max = 5;
+  // Images per micro-batch in each process (0: the process's whole share of the batch).
+  int32_t micro_batch_size = 0;
   // Training images per epoch, for the epoch-based learning-rate schedules and
   // current_epoch. The reference hard-codes ImageNet's 1,281,167; other data sets set it.
   int64_t num_train_images = 1281167;

@@ -6,16 +6,19 @@
 namespace ic {
 namespace {
 
+// Replica (or micro-batch) r draws its dropout masks from seed + r * kReplicaSeedStride.
+constexpr uint64_t kReplicaSeedStride = 0x632be59bd9b4e019ull;
+
 uint64_t dropout_seed(uint64_t seed, int64_t step) {
   uint64_t x = seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(step) + 1;
   x = (x ^ (x >> 31)) * 0xbf58476d1ce4e5b9ull;
   return x ^ (x >> 29);
 }
 
-// Copies the graph's loss terms to scratch[1..] on the device, so that one download (with
-// the sum of squares the caller keeps in scratch[0]) reads them all.
-void stage_loss_terms(Backend& backend, const std::vector<const float*>& terms, float* scratch) {
-  for (size_t i = 0; i < terms.size(); ++i) backend.copy(scratch + 1 + i, terms[i], sizeof(float));
+// Copies the graph's loss terms to `to` on the device, so that one download (with the sum of
+// squares the caller keeps in scratch[0]) reads them all.
+void stage_loss_terms(Backend& backend, const std::vector<const float*>& terms, float* to) {
+  for (size_t i = 0; i < terms.size(); ++i) backend.copy(to + i, terms[i], sizeof(float));
 }
 
 Status check_layout(const ModelState& state, const Graph& graph) {
@@ -53,18 +56,26 @@ Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph&
                                                  DeviceReducer* replicas) {
   IC_RETURN_IF_ERROR(check_layout(state, graph));
   if (!graph.training) return error("Trainer needs a training graph");
+  if (recipe.micro_batches < 1) return error("micro_batches must be at least 1");
   std::unique_ptr<Trainer> t(new Trainer(state));
   t->recipe_ = recipe;
   t->replicas_ = replicas;
   // Replicas see different images; they also draw different dropout masks. Rank 0 keeps the
   // single-process masks.
+  // Micro-batch k of replica r draws the masks replica r * micro_batches + k would.
   const uint64_t rank = replicas ? static_cast<uint64_t>(replicas->rank()) : 0;
-  t->dropout_seed_base_ = recipe.seed + rank * 0x632be59bd9b4e019ull;
+  t->micro_batches_ = recipe.micro_batches;
+  t->dropout_seed_base_ =
+      recipe.seed + rank * static_cast<uint64_t>(t->micro_batches_) * kReplicaSeedStride;
+  if (t->micro_batches_ > 1) {  // allocated first: the arena's check counts it
+    IC_ASSIGN_OR_RETURN(t->grad_sum_,
+                        state.backend().allocate(state.layout().trainable_count * sizeof(float)));
+  }
   IC_ASSIGN_OR_RETURN(t->graph_,
                       CompiledGraph::compile(graph, state.backend(), state.layout(),
                                              state.train_binding(), checkpoint_host_bytes(state)));
   t->loss_terms_ = t->graph_->loss_terms();
-  t->loss_host_.resize(t->loss_terms_.size() + 1);
+  t->loss_host_.resize(1 + t->loss_terms_.size() * static_cast<size_t>(t->micro_batches_));
   IC_ASSIGN_OR_RETURN(t->scratch_, state.backend().allocate(t->loss_host_.size() * sizeof(float)));
   const Shape& images = graph.values.at(graph.images).shape;
   t->batch_size_ = images.n();
@@ -75,16 +86,32 @@ Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph&
 void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
   Backend& backend = state_.backend();
   const ParamLayout& layout = state_.layout();
-  backend.upload(graph_->images(), images, static_cast<size_t>(image_floats_) * sizeof(float));
-  backend.upload(graph_->labels(), labels, static_cast<size_t>(batch_size_) * sizeof(int32_t));
-  const StepContext ctx{dropout_seed(dropout_seed_base_, state_.global_step), state_.global_step};
-  graph_->forward(ctx);
   float* scratch = scratch_.as<float>();
-  if (want_loss) {
-    stage_loss_terms(backend, loss_terms_, scratch);
-    backend.sum_squares(state_.weights(), layout.decayed_count, scratch);
+  float* grads = state_.grads();
+  const size_t count = layout.trainable_count;
+  for (int k = 0; k < micro_batches_; ++k) {
+    backend.upload(graph_->images(), images + k * image_floats_,
+                   static_cast<size_t>(image_floats_) * sizeof(float));
+    backend.upload(graph_->labels(), labels + k * batch_size_,
+                   static_cast<size_t>(batch_size_) * sizeof(int32_t));
+    const uint64_t seed_base = dropout_seed_base_ + static_cast<uint64_t>(k) * kReplicaSeedStride;
+    const StepContext ctx{dropout_seed(seed_base, state_.global_step), state_.global_step};
+    graph_->forward(ctx);
+    if (want_loss) stage_loss_terms(backend, loss_terms_, scratch + 1 + k * loss_terms_.size());
+    graph_->backward(ctx);
+    // The kernels write (=) the gradients: micro-batches add theirs up in grad_sum_.
+    if (micro_batches_ == 1) break;
+    if (k == 0) {
+      backend.copy(grad_sum_.data(), grads, count * sizeof(float));
+    } else {
+      backend.add_inplace(grad_sum_.as<float>(), grads, count);
+    }
   }
-  graph_->backward(ctx);
+  if (micro_batches_ > 1) {  // the mean, as the replicas take it: a sum, then one scale
+    backend.fill(grads, 0.f, count);
+    backend.axpy(1.f / static_cast<float>(micro_batches_), grad_sum_.as<float>(), grads, count);
+  }
+  if (want_loss) backend.sum_squares(state_.weights(), layout.decayed_count, scratch);
   // Data parallel: the mean of the replicas' gradients, as TPU's CrossShardOptimizer takes.
   if (replicas_ != nullptr) replicas_->mean(state_.grads(), layout.trainable_count);
   // Weight decay: d/dw of wd * sum(w^2)/2 is wd * w, over the decayed prefix of the arena.
@@ -126,17 +153,19 @@ std::string Trainer::memory_estimate() const {
   const size_t arena = graph_->activation_bytes();
   const size_t copies = checkpoint_host_bytes(state_);
   // The batch being trained on and the one the input pipeline prepares meanwhile.
-  const size_t input = 2 * static_cast<size_t>(image_floats_ + batch_size_) * sizeof(float);
+  const size_t input =
+      2 * static_cast<size_t>((image_floats_ + batch_size_) * micro_batches_) * sizeof(float);
   const size_t process = resident_memory().value_or(0);
   const bool on_host = backend.kind() == DeviceKind::cpu;
   // On the CPU the arena is allocated but not yet touched, so it is not resident yet.
   const size_t host_peak = process + copies + input + (on_host ? arena : 0);
-  std::string line = "Memory: about " + format_bytes(host_peak) + " of host memory at the peak (" +
-                     (on_host ? format_bytes(arena) + " activations for " +
-                                    std::to_string(batch_size_) + " images per step, "
-                              : std::string()) +
-                     format_bytes(process) + " model state and program, " + format_bytes(copies) +
-                     " checkpoint copies, " + format_bytes(input) + " input batches)";
+  std::string line =
+      "Memory: about " + format_bytes(host_peak) + " of host memory at the peak (" +
+      (on_host ? format_bytes(arena) + " activations for " + std::to_string(batch_size_) +
+                     " images per " + (micro_batches_ > 1 ? "micro-batch, " : "step, ")
+               : std::string()) +
+      format_bytes(process) + " model state and program, " + format_bytes(copies) +
+      " checkpoint copies, " + format_bytes(input) + " input batches)";
   if (const std::optional<size_t> host = available_host_memory()) {
     line += "; " + format_bytes(*host) + " available";
   }
@@ -152,9 +181,16 @@ std::string Trainer::memory_estimate() const {
 
 float Trainer::loss() {
   state_.backend().download(loss_host_.data(), scratch_.data(), loss_host_.size() * sizeof(float));
-  float total = recipe_.weight_decay * loss_host_[0] / 2.f;
-  for (size_t i = 1; i < loss_host_.size(); ++i) total += loss_host_[i];
-  return replicas_ ? static_cast<float>(replicas_->mean(static_cast<double>(total))) : total;
+  // Each micro-batch's total as one replica's, then their mean as the replicas' mean.
+  double sum = 0;
+  const size_t terms = loss_terms_.size();
+  for (int k = 0; k < micro_batches_; ++k) {
+    float total = recipe_.weight_decay * loss_host_[0] / 2.f;
+    for (size_t i = 0; i < terms; ++i) total += loss_host_[1 + k * terms + i];
+    sum += static_cast<double>(total);
+  }
+  const double mean = sum / micro_batches_;
+  return static_cast<float>(replicas_ ? replicas_->mean(mean) : mean);
 }
 
 Result<std::unique_ptr<Evaluator>> Evaluator::create(ModelState& state, const Graph& graph,

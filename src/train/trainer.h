@@ -25,6 +25,12 @@ struct TrainRecipe {
   bool moving_average = true;
   float moving_average_decay = 0.995f;
   uint64_t seed = 0;  // dropout masks
+  // The step's batch is run as this many micro-batches of the graph's batch each, their
+  // gradients averaged before one update: a large batch in the memory of a small one, as the
+  // TPU's cores each take a share of the global batch (micro-batch k draws the dropout masks
+  // replica k would). Batch norm normalises over each micro-batch, and its moving statistics
+  // are updated once per micro-batch, in order.
+  int micro_batches = 1;
   LrScheduleOptions schedule;
 };
 
@@ -38,14 +44,16 @@ class Trainer {
                                                  const TrainRecipe& recipe,
                                                  DeviceReducer* replicas = nullptr);
 
-  // One step on a host batch: images [N,H,W,3] float32, labels [N] int32 (N = the graph's
-  // batch). Advances state.global_step. `want_loss` keeps this step's loss for loss().
+  // One step on a host batch: images [N,H,W,3] float32, labels [N] int32 (N = batch_size():
+  // the graph's batch times the recipe's micro_batches). Advances state.global_step.
+  // `want_loss` keeps this step's loss for loss().
   void step(const float* images, const int32_t* labels, bool want_loss);
   // The total loss of the last step run with want_loss (terms + weight decay), before the
-  // update, as the reference reports it; with replicas, their mean (every replica must call it).
+  // update, as the reference reports it (with micro-batches, the mean of theirs); with
+  // replicas, their mean (every replica must call it).
   float loss();
   double last_learning_rate() const { return last_learning_rate_; }
-  int64_t batch_size() const { return batch_size_; }
+  int64_t batch_size() const { return batch_size_ * micro_batches_; }
   // One line for the run's log: the memory this training run will hold at its peak (the
   // process so far, the step's activation arena, the checkpoint's host copies, input batches)
   // and what the machine has available. Call after the model state is initialised.
@@ -58,11 +66,15 @@ class Trainer {
   std::unique_ptr<CompiledGraph> graph_;
   DeviceReducer* replicas_ = nullptr;
   uint64_t dropout_seed_base_ = 0;  // the recipe's seed, mixed with the replica's rank
-  DeviceBuffer scratch_;            // [0]: sum of squares, [1..]: copies of the loss terms
+  DeviceBuffer grad_sum_;           // micro-batches: the sum of their gradients (else empty)
+  // [0]: sum of squares, then the loss terms of each micro-batch, one after the other.
+  DeviceBuffer scratch_;
   // Fixed when the graph is compiled; kept so a step asks the graph for nothing.
   std::vector<const float*> loss_terms_;
   std::vector<float> loss_host_;  // scratch_ downloaded by loss()
-  int64_t batch_size_ = 0, image_floats_ = 0;
+  int64_t batch_size_ = 0;        // the graph's: one micro-batch
+  int64_t image_floats_ = 0;      // of one micro-batch
+  int micro_batches_ = 1;
   double last_learning_rate_ = 0;
 };
 

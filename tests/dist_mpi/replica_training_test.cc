@@ -40,9 +40,9 @@ TrainRecipe sgd_recipe() {
   return recipe;
 }
 
-// A tiny Inception v3 (no dropout: replicas draw different masks) from seed 3.
+// A tiny Inception v3 from seed 3, without dropout unless asked (replicas draw different masks).
 void make_replica(const TrainRecipe& recipe, DeviceReducer* reducer, Backend* shared_backend,
-                  Replica* out) {
+                  Replica* out, float dropout_keep_prob = 1.f) {
   if (shared_backend == nullptr) {
     auto backend = make_backend(BackendOptions{});
     ASSERT_TRUE(backend.ok()) << backend.status().message();
@@ -55,7 +55,7 @@ void make_replica(const TrainRecipe& recipe, DeviceReducer* reducer, Backend* sh
   m->height = m->width = kSize;
   m->num_classes = kClasses;
   m->depth_multiplier = 0.1f;
-  m->dropout_keep_prob = 1.f;
+  m->dropout_keep_prob = dropout_keep_prob;
   auto graph = build_model(*m);
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   out->graph = std::move(*graph);
@@ -158,6 +158,50 @@ TEST(ReplicaTraining, ReplicasKeepIdenticalWeightsUnderRmsProp) {
     comm.broadcast(leaders.data(), leaders.size() * sizeof(float), 0);
     EXPECT_EQ(mine, leaders);
   }
+}
+
+// --micro_batch_size: one process running a step as N micro-batches applies exactly the update
+// N replicas apply to the same N batches, bit for bit, dropout included (micro-batch k draws
+// replica k's masks), and reports the same loss.
+TEST(ReplicaTraining, MicroBatchesInOneProcessApplyTheReplicasUpdateBitForBit) {
+  Communicator& comm = world();
+  const int n = comm.size();
+  TrainRecipe recipe = sgd_recipe();
+  recipe.optimizer = OptimizerKind::rmsprop;
+  recipe.schedule.base_learning_rate = 0.01 * 256 / kBatch;
+  const float keep = 0.8f;
+
+  auto backend = make_backend(BackendOptions{});
+  ASSERT_TRUE(backend.ok());
+  DeviceReducer reducer(comm, **backend);
+  Replica replicated;
+  ASSERT_NO_FATAL_FAILURE(make_replica(recipe, &reducer, backend->get(), &replicated, keep));
+
+  TrainRecipe micro_recipe = recipe;
+  micro_recipe.micro_batches = n;
+  Replica micro;  // every rank runs it alone, on all the replicas' batches
+  ASSERT_NO_FATAL_FAILURE(make_replica(micro_recipe, nullptr, nullptr, &micro, keep));
+  ASSERT_EQ(micro.trainer->batch_size(), kBatch * n);
+
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> images, all_images;
+    std::vector<int32_t> labels, all_labels;
+    batch_of(comm.rank() + 10 * step, &images, &labels);
+    replicated.trainer->step(images.data(), labels.data(), true);
+    for (int r = 0; r < n; ++r) {
+      batch_of(r + 10 * step, &images, &labels);
+      all_images.insert(all_images.end(), images.begin(), images.end());
+      all_labels.insert(all_labels.end(), labels.begin(), labels.end());
+    }
+    micro.trainer->step(all_images.data(), all_labels.data(), true);
+    const float replicas_loss = replicated.trainer->loss();  // collective
+    EXPECT_EQ(micro.trainer->loss(), replicas_loss) << "step " << step;
+  }
+  const size_t weights = replicated.state->layout().trainable_count;
+  EXPECT_EQ(download(*micro.backend, micro.state->weights(), weights),
+            download(**backend, replicated.state->weights(), weights));
+  EXPECT_EQ(download(*micro.backend, micro.state->ema_weights(), weights),
+            download(**backend, replicated.state->ema_weights(), weights));
 }
 
 }  // namespace
