@@ -136,8 +136,8 @@ Status check_arena_fits(const Graph& graph, const Backend& backend, size_t arena
                keep_free > 0 ? " and " + format_bytes(keep_free) + " more for the model state" : "",
                ", but ", backend.description(), " has ", format_bytes(*available), " available; ",
                fits >= 1 ? "the largest batch that fits is about " + std::to_string(fits) +
-                               " images per process (lower the batch size, or split it over "
-                               "more processes)"
+                               " images per process (lower the batch size, or split it into "
+                               "micro-batches or over more processes)"
                          : "not even one image fits");
 }
 
