@@ -235,7 +235,7 @@ void Evaluator::run_batch(const float* images, const int32_t* labels) {
   if (labels == nullptr) return;  // prediction only (classify)
   accumulate_topk(logits_.data(), labels, batch_size_, num_classes_, &counts_);
   if (loss_terms_.empty()) return;
-  stage_loss_terms(backend, loss_terms_, scratch_.as<float>());
+  stage_loss_terms(backend, loss_terms_, scratch_.as<float>() + 1);
   backend.download(loss_host_.data() + 1, scratch_.as<float>() + 1,
                    loss_terms_.size() * sizeof(float));
   double loss = decay_loss_;
