@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "models/model_spec.h"
 #include "models/slim_layers.h"
 
 namespace ic::models {
@@ -241,3 +242,23 @@ NetworkOutputs build_inception_v3(GraphBuilder& builder, ValueId images,
 }
 
 }  // namespace ic::models
+
+namespace ic {
+
+// inception_v3.py of the Cloud TPU application: its flags' defaults are the DEFINE defaults.
+const ModelSpec& inception_v3_spec() {
+  static const ModelSpec spec = [] {
+    ModelSpec s;
+    s.name = "inception_v3";
+    s.about = "Trains and evaluates Inception v3 (TF-slim's inception_v3, 1001 classes, 299x299)";
+    s.network.name = s.name;  // ModelOptions' defaults are Inception v3's
+    s.build = models::build_inception_v3;
+    s.side_fits = [](const ModelOptions& o, int64_t side) {
+      return models::inception_v3_side_fits(side, o.aux_logits);
+    };
+    return s;
+  }();
+  return spec;
+}
+
+}  // namespace ic

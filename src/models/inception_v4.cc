@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "models/model_spec.h"
 #include "models/slim_layers.h"
 
 namespace ic::models {
@@ -215,3 +216,33 @@ NetworkOutputs build_inception_v4(GraphBuilder& builder, ValueId images,
 }
 
 }  // namespace ic::models
+
+namespace ic {
+
+// inception_v4.py of the Cloud TPU application.
+const ModelSpec& inception_v4_spec() {
+  static const ModelSpec spec = [] {
+    ModelSpec s;
+    s.name = "inception_v4";
+    s.about = "Trains and evaluates Inception v4 (inception_v4_model.py, 1001 classes, 299x299)";
+    s.network.name = s.name;
+    s.network.batch_norm_decay = 0.995f;
+    s.recipe.learning_rate = 0.15;
+    s.recipe.train_batch_size = 256;
+    s.recipe.train_steps = 80000;
+    s.recipe.lr_schedule = LrScheduleKind::inception_v4;
+    s.recipe.learning_rate_decay_epochs = 2;
+    s.recipe.use_learning_rate_warmup = true;  // v4 always warms up
+    s.recipe.cold_epochs = 1;
+    s.recipe.warmup_epochs = 2;
+    s.flag_defaults = {{"use_annotated_bbox", "true"}};
+    s.build = models::build_inception_v4;
+    s.side_fits = [](const ModelOptions&, int64_t side) {
+      return models::inception_v4_side_fits(side);
+    };
+    return s;
+  }();
+  return spec;
+}
+
+}  // namespace ic

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/model_spec.h"
 #include "models/slim_layers.h"
 
 namespace ic {
@@ -9,27 +10,8 @@ namespace {
 
 using models::NetworkOutputs;
 
-bool is_known(const std::string& name) {
-  for (const std::string& known : model_names())
-    if (known == name) return true;
-  return false;
-}
-
-std::string known_names() {
-  std::string list;
-  for (const std::string& known : model_names()) list += (list.empty() ? "" : ", ") + known;
-  return list;
-}
-
-bool side_fits(const ModelOptions& o, int64_t side) {
-  if (o.name == "inception_v3") return models::inception_v3_side_fits(side, o.aux_logits);
-  if (o.name == "inception_v4") return models::inception_v4_side_fits(side);
-  return models::resnet50_side_fits(side);
-}
-
 // Checks every option but the image size; the message names the option and what it allows.
 Status check_options(const ModelOptions& o) {
-  if (!is_known(o.name)) return error("unknown model '", o.name, "' (known: ", known_names(), ")");
   if (o.batch_size < 1) return error(o.name, ": batch_size must be >= 1, got ", o.batch_size);
   if (o.num_classes < 2) return error(o.name, ": num_classes must be >= 2, got ", o.num_classes);
   if (!(o.depth_multiplier > 0.f) || !std::isfinite(o.depth_multiplier))
@@ -51,32 +33,24 @@ Status check_options(const ModelOptions& o) {
 
 }  // namespace
 
-std::vector<std::string> model_names() { return {"inception_v3", "inception_v4", "resnet50"}; }
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const ModelSpec* spec : model_registry()) names.emplace_back(spec->name);
+  return names;
+}
 
 Result<ModelOptions> default_model_options(const std::string& name) {
-  if (!is_known(name)) return error("unknown model '", name, "' (known: ", known_names(), ")");
-  ModelOptions o;
-  o.name = name;
-  if (name == "inception_v4") o.batch_norm_decay = 0.995f;
-  if (name == "resnet50") {
-    o.height = o.width = 224;
-    o.num_classes = 1000;
-    o.aux_logits = false;
-    o.batch_norm_decay = 0.9f;  // torchvision momentum 0.1
-    o.batch_norm_epsilon = 1e-5f;
-    o.label_smoothing = 0.f;
-  }
-  return o;
+  IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(name));
+  return spec->network;
 }
 
 Result<ImageSideRange> supported_image_sides(const ModelOptions& options) {
-  if (!is_known(options.name))
-    return error("unknown model '", options.name, "' (known: ", known_names(), ")");
+  IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(options.name));
   // The networks' grids are integer chains; scanning sides is cheap and needs no algebra.
   constexpr int kScanLimit = 4096;
   ImageSideRange range{0, 0};
   for (int side = 1; side <= kScanLimit; ++side) {
-    if (!side_fits(options, side)) continue;
+    if (!spec->side_fits(options, side)) continue;
     if (range.min == 0) range.min = side;
     range.max = side;
   }
@@ -85,13 +59,14 @@ Result<ImageSideRange> supported_image_sides(const ModelOptions& options) {
 }
 
 Result<Graph> build_model(const ModelOptions& options) {
+  IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(options.name));
   IC_RETURN_IF_ERROR(check_options(options));
   IC_ASSIGN_OR_RETURN(const ImageSideRange range, supported_image_sides(options));
   for (const auto& [what, side] : {std::pair{"height", options.height}, {"width", options.width}}) {
-    if (side >= range.min && side <= range.max && side_fits(options, side)) continue;
+    if (side >= range.min && side <= range.max && spec->side_fits(options, side)) continue;
     const std::string upper =
         range.max == ImageSideRange{}.max ? "" : " to " + std::to_string(range.max);
-    const char* aux = options.name == "inception_v3" && options.aux_logits ? " with AuxLogits" : "";
+    const char* aux = options.aux_logits && spec->network.aux_logits ? " with AuxLogits" : "";
     return error(options.name, aux, " takes image sides from ", range.min, upper, ", got ", what,
                  " ", side);
   }
@@ -101,10 +76,7 @@ Result<Graph> build_model(const ModelOptions& options) {
       builder.images(Shape{options.batch_size, options.height, options.width, 3});
   const ValueId labels = options.build_losses ? builder.labels(options.batch_size) : kNone;
 
-  NetworkOutputs out;
-  if (options.name == "inception_v3") out = models::build_inception_v3(builder, images, options);
-  if (options.name == "inception_v4") out = models::build_inception_v4(builder, images, options);
-  if (options.name == "resnet50") out = models::build_resnet50(builder, images, options);
+  const NetworkOutputs out = spec->build(builder, images, options);
   builder.set_logits(out.logits);
 
   // The reference's loss terms, main first: softmax cross-entropy with label smoothing on the

@@ -13,6 +13,7 @@
 // of default_model_options() are torchvision's 0.9 / 1e-5). Shape comments are for 224 x 224.
 #include <string>
 
+#include "models/model_spec.h"
 #include "models/slim_layers.h"
 
 namespace ic::models {
@@ -81,3 +82,40 @@ NetworkOutputs build_resnet50(GraphBuilder& builder, ValueId images, const Model
 }
 
 }  // namespace ic::models
+
+namespace ic {
+
+// resnet_main.py and configs/resnet_config.py of the Cloud TPU application, with torchvision's
+// batch norm (momentum 0.1, epsilon 1e-5) and 1000 classes.
+const ModelSpec& resnet50_spec() {
+  static const ModelSpec spec = [] {
+    ModelSpec s;
+    s.name = "resnet50";
+    s.about = "Trains and evaluates ResNet-50 v1.5 (TF-slim names, 1000 classes, 224x224)";
+    s.network.name = s.name;
+    s.network.height = s.network.width = 224;
+    s.network.num_classes = 1000;
+    s.network.aux_logits = false;
+    s.network.batch_norm_decay = 0.9f;  // torchvision momentum 0.1
+    s.network.batch_norm_epsilon = 1e-5f;
+    s.network.label_smoothing = 0.f;
+    s.recipe.optimizer = "momentum";
+    s.recipe.nesterov = true;  // MomentumOptimizer(use_nesterov=True)
+    s.recipe.learning_rate = 0.1;
+    s.recipe.train_batch_size = 1024;
+    s.recipe.train_steps = 112590;
+    s.recipe.lr_schedule = LrScheduleKind::resnet50;
+    s.recipe.weight_decay = 1e-4;
+    s.recipe.moving_average = false;  // resnet_main.py keeps no EMA
+    s.flag_defaults = {
+        {"iterations", "1251"}, {"train_steps_per_eval", "1251"}, {"precision", "bfloat16"}};
+    s.build = models::build_resnet50;
+    s.side_fits = [](const ModelOptions&, int64_t side) {
+      return models::resnet50_side_fits(side);
+    };
+    return s;
+  }();
+  return spec;
+}
+
+}  // namespace ic

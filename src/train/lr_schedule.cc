@@ -91,51 +91,49 @@ double resnet50_lr(const LrScheduleOptions& o, int64_t step) {
 
 }  // namespace
 
-LrScheduleOptions default_lr_schedule(const std::string& model) {
+Result<LrScheduleOptions> default_lr_schedule(const std::string& model) {
+  IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(model));
+  const ModelRecipe& r = spec->recipe;
   LrScheduleOptions o;
-  o.model = model;
-  if (model == "inception_v4") {
-    o.base_learning_rate = 0.15;
-    o.train_batch_size = 256;
-    o.decay_epochs = 2;
-    o.cold_epochs = 1;
-    o.warmup_epochs = 2;
-    o.use_warmup = true;
-  } else if (model == "resnet50") {
-    o.base_learning_rate = 0.1;
-    o.train_batch_size = 1024;
-    o.train_steps = 112590;
-  }
+  o.kind = r.lr_schedule;
+  o.base_learning_rate = r.learning_rate;
+  o.train_batch_size = r.train_batch_size;
+  o.decay_epochs = r.learning_rate_decay_epochs;
+  o.use_warmup = r.use_learning_rate_warmup;
+  o.cold_epochs = r.cold_epochs;
+  o.warmup_epochs = r.warmup_epochs;
+  o.train_steps = r.train_steps;
   return o;
 }
 
 Status validate_lr_schedule(const LrScheduleOptions& o) {
-  if (o.model != "inception_v3" && o.model != "inception_v4" && o.model != "resnet50") {
-    return error("learning-rate schedule: unknown model '", o.model,
-                 "' (inception_v3, inception_v4, resnet50 are known)");
-  }
   if (o.train_batch_size <= 0) return error("learning-rate schedule: train_batch_size must be > 0");
   if (o.num_train_images <= 0) return error("learning-rate schedule: num_train_images must be > 0");
-  if (o.model != "resnet50" && !(o.decay_epochs > 0)) {
+  if (o.kind != LrScheduleKind::resnet50 && !(o.decay_epochs > 0)) {
     return error("learning-rate schedule: learning_rate_decay_epochs must be > 0");
   }
-  if (o.model == "inception_v3" && o.use_warmup && !(o.warmup_epochs + o.decay_epochs - 1 > 0)) {
+  if (o.kind == LrScheduleKind::inception_v3 && o.use_warmup &&
+      !(o.warmup_epochs + o.decay_epochs - 1 > 0)) {
     return error("learning-rate schedule: warmup_epochs + learning_rate_decay_epochs must be > 1");
   }
-  if (o.model == "inception_v4" && !(o.warmup_epochs + o.cold_epochs > 0)) {
+  if (o.kind == LrScheduleKind::inception_v4 && !(o.warmup_epochs + o.cold_epochs > 0)) {
     return error("learning-rate schedule: warmup_epochs + cold_epochs must be > 0");
   }
   return Status();
 }
 
 double learning_rate(const LrScheduleOptions& options, int64_t global_step) {
-  if (options.model == "inception_v4") return inception_v4_lr(options, global_step);
-  if (options.model == "resnet50") return resnet50_lr(options, global_step);
+  switch (options.kind) {
+    case LrScheduleKind::inception_v4: return inception_v4_lr(options, global_step);
+    case LrScheduleKind::resnet50: return resnet50_lr(options, global_step);
+    case LrScheduleKind::inception_v3: break;
+  }
   return inception_v3_lr(options, global_step);
 }
 
 double current_epoch(const LrScheduleOptions& options, int64_t global_step) {
-  if (options.model == "resnet50") {  // float32, as the reference's tf.cast(step, f32) / bpe
+  if (options.kind ==
+      LrScheduleKind::resnet50) {  // float32, as the reference's tf.cast(step, f32) / bpe
     return static_cast<double>(static_cast<float>(global_step) /
                                static_cast<float>(batches_per_epoch(options)));
   }

@@ -11,28 +11,29 @@
 #include <string>
 
 #include "core/status.h"
+#include "models/model_spec.h"
 
 namespace ic {
 
 struct LrScheduleOptions {
-  std::string model = "inception_v3";  // inception_v3 | inception_v4 | resnet50
-  double base_learning_rate = 0.165;   // --learning_rate (per 256 images)
-  int64_t train_batch_size = 1024;     // global batch
-  double decay_rate = 0.94;            // --learning_rate_decay
-  double decay_epochs = 3;             // --learning_rate_decay_epochs
-  bool use_warmup = false;             // --use_learning_rate_warmup (v3 only; v4 always warms up)
-  double cold_epochs = 2;              // --cold_epochs
-  double warmup_epochs = 7;            // --warmup_epochs
-  double cold_learning_rate = 0.001;   // --cold_learning_rate (v4)
+  LrScheduleKind kind = LrScheduleKind::inception_v3;  // the model's (models/model_spec.h)
+  double base_learning_rate = 0.165;                   // --learning_rate (per 256 images)
+  int64_t train_batch_size = 1024;                     // global batch
+  double decay_rate = 0.94;                            // --learning_rate_decay
+  double decay_epochs = 3;                             // --learning_rate_decay_epochs
+  bool use_warmup = false;            // --use_learning_rate_warmup (v3 only; v4 always warms up)
+  double cold_epochs = 2;             // --cold_epochs
+  double warmup_epochs = 7;           // --warmup_epochs
+  double cold_learning_rate = 0.001;  // --cold_learning_rate (v4)
   int64_t num_train_images = 1281167;
   int64_t train_steps = 0;  // resnet50: the run's length, which the epoch boundaries scale to
 };
 
-// The reference defaults for `model` (flags of inception_v3.py / inception_v4.py /
-// resnet_main.py's config: batch 1024, base 0.1, 112590 steps).
-LrScheduleOptions default_lr_schedule(const std::string& model);
+// The reference defaults of the registered model `model` (its ModelRecipe: the flags of
+// inception_v3.py / inception_v4.py / resnet_main.py's config); an error for an unknown name.
+Result<LrScheduleOptions> default_lr_schedule(const std::string& model);
 
-// Rejects an unknown model or non-positive batch size, image count, decay epochs.
+// Rejects non-positive batch size, image count, decay epochs.
 Status validate_lr_schedule(const LrScheduleOptions& options);
 
 double learning_rate(const LrScheduleOptions& options, int64_t global_step);

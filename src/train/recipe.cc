@@ -1,5 +1,7 @@
 #include "train/recipe.h"
 
+#include "models/model_spec.h"
+
 namespace ic {
 
 Result<int> micro_batches_for(const RunOptions& options, int replicas) {
@@ -38,13 +40,14 @@ Result<ModelOptions> model_options_for(const RunOptions& options, bool training,
 }
 
 Result<TrainRecipe> train_recipe_for(const RunOptions& options) {
+  IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(options.model));
   TrainRecipe r;
   IC_ASSIGN_OR_RETURN(r.optimizer, parse_optimizer(options.optimizer));
-  r.nesterov = options.model == "resnet50";  // resnet_main.py: MomentumOptimizer(use_nesterov)
+  r.nesterov = spec->recipe.nesterov;
   r.weight_decay = static_cast<float>(options.weight_decay);
   r.moving_average = options.moving_average;
   r.seed = static_cast<uint64_t>(options.seed);
-  r.schedule = default_lr_schedule(options.model);
+  IC_ASSIGN_OR_RETURN(r.schedule, default_lr_schedule(options.model));
   r.schedule.base_learning_rate = options.learning_rate;
   r.schedule.train_batch_size = options.train_batch_size;
   r.schedule.decay_rate = options.learning_rate_decay;

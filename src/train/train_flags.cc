@@ -2,6 +2,11 @@
 
 #include <gflags/gflags.h>
 
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "models/model_spec.h"
 #include "train/flag_parser.h"
 
 // The reference's flags (facts §1.1, §2), same names and defaults as inception_v3.py.
@@ -80,6 +85,14 @@ DEFINE_double(weight_decay, 4e-5,
 namespace ic {
 namespace {
 
+// A default as the command line would spell it: 0.165, 4e-05, 1024.
+template <typename T>
+std::string flag_text(T value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
 Status set_default(const char* name, const char* value) {
   if (gflags::SetCommandLineOptionWithMode(name, value, gflags::SET_FLAGS_DEFAULT).empty()) {
     return error("cannot set the default of --", name, " to ", value);
@@ -90,32 +103,29 @@ Status set_default(const char* name, const char* value) {
 }  // namespace
 
 Status set_model_defaults(const std::string& model) {
-  if (model == "inception_v3") return Status();
-  if (model == "inception_v4") {  // inception_v4.py
-    IC_RETURN_IF_ERROR(set_default("train_batch_size", "256"));
-    IC_RETURN_IF_ERROR(set_default("train_steps", "80000"));
-    IC_RETURN_IF_ERROR(set_default("learning_rate", "0.15"));
-    IC_RETURN_IF_ERROR(set_default("use_annotated_bbox", "true"));
-    IC_RETURN_IF_ERROR(set_default("learning_rate_decay_epochs", "2"));
-    IC_RETURN_IF_ERROR(set_default("cold_epochs", "1"));
-    IC_RETURN_IF_ERROR(set_default("warmup_epochs", "2"));
-    return set_default("use_learning_rate_warmup", "true");  // v4 always warms up
-  }
-  if (model == "resnet50") {  // resnet_main.py + configs/resnet_config.py (facts §4.4)
-    IC_RETURN_IF_ERROR(set_default("train_batch_size", "1024"));
-    IC_RETURN_IF_ERROR(set_default("train_steps", "112590"));
-    IC_RETURN_IF_ERROR(set_default("iterations", "1251"));
-    IC_RETURN_IF_ERROR(set_default("train_steps_per_eval", "1251"));
-    IC_RETURN_IF_ERROR(set_default("learning_rate", "0.1"));
-    IC_RETURN_IF_ERROR(set_default("optimizer", "momentum"));
-    IC_RETURN_IF_ERROR(set_default("num_classes", "1000"));
-    IC_RETURN_IF_ERROR(set_default("width", "224"));
-    IC_RETURN_IF_ERROR(set_default("height", "224"));
-    IC_RETURN_IF_ERROR(set_default("precision", "bfloat16"));
-    IC_RETURN_IF_ERROR(set_default("weight_decay", "1e-4"));
-    return set_default("moving_average", "false");  // resnet_main.py keeps no EMA
-  }
-  return error("unknown model '", model, "' (allowed: inception_v3, inception_v4, resnet50)");
+  IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(model));
+  const ModelRecipe& r = spec->recipe;
+  const ModelOptions& net = spec->network;
+  // Every model sets every recipe flag, so the defaults never depend on which model a process
+  // (or a test) parsed before.
+  const std::pair<const char*, std::string> defaults[] = {
+      {"optimizer", r.optimizer},
+      {"learning_rate", flag_text(r.learning_rate)},
+      {"train_batch_size", flag_text(r.train_batch_size)},
+      {"train_steps", flag_text(r.train_steps)},
+      {"learning_rate_decay_epochs", flag_text(r.learning_rate_decay_epochs)},
+      {"use_learning_rate_warmup", r.use_learning_rate_warmup ? "true" : "false"},
+      {"cold_epochs", flag_text(r.cold_epochs)},
+      {"warmup_epochs", flag_text(r.warmup_epochs)},
+      {"weight_decay", flag_text(r.weight_decay)},
+      {"moving_average", r.moving_average ? "true" : "false"},
+      {"num_classes", flag_text(net.num_classes)},
+      {"width", flag_text(net.width)},
+      {"height", flag_text(net.height)},
+  };
+  for (const auto& [flag, value] : defaults) IC_RETURN_IF_ERROR(set_default(flag, value.c_str()));
+  for (const FlagDefault& d : spec->flag_defaults) IC_RETURN_IF_ERROR(set_default(d.flag, d.value));
+  return Status();
 }
 
 RunOptions read_run_options(const std::string& model) {

@@ -34,7 +34,7 @@ TrainRecipe sgd_recipe() {
   TrainRecipe recipe;
   recipe.optimizer = OptimizerKind::sgd;
   recipe.weight_decay = 1e-3f;  // applied after the mean: the same on every replica
-  recipe.schedule = default_lr_schedule("inception_v3");
+  recipe.schedule = default_lr_schedule("inception_v3").value();
   recipe.schedule.base_learning_rate = 0.1 * 256 / kBatch;
   recipe.schedule.train_batch_size = kBatch;
   return recipe;

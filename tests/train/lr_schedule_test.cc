@@ -11,12 +11,12 @@ namespace {
 // tolerances cover float-vs-double rounding only.
 void expect_lr(const LrScheduleOptions& o, int64_t step, double want) {
   EXPECT_NEAR(learning_rate(o, step), want, 1e-9 * std::max(1.0, want))
-      << o.model << " step " << step;
+      << "schedule " << static_cast<int>(o.kind) << " step " << step;
 }
 
 TEST(LrSchedule, InceptionV3DefaultStaircaseAndFloor) {
   LrScheduleOptions o =
-      default_lr_schedule("inception_v3");  // 0.165, batch 1024, 0.94 every 3 epochs
+      default_lr_schedule("inception_v3").value();  // 0.165, batch 1024, 0.94 every 3 epochs
   ASSERT_TRUE(validate_lr_schedule(o).ok());
   // initial = 0.165 * 1024 / 256 = 0.66; decay_steps = int(3 * 1281167 / 1024) = int(3753.42) =
   // 3753.
@@ -35,7 +35,7 @@ TEST(LrSchedule, InceptionV3DefaultStaircaseAndFloor) {
 }
 
 TEST(LrSchedule, InceptionV3WarmupByEpoch) {
-  LrScheduleOptions o = default_lr_schedule("inception_v3");
+  LrScheduleOptions o = default_lr_schedule("inception_v3").value();
   o.use_warmup = true;  // cold 2, warmup 7, decay every 3 epochs
   // adjusted = 0.66 * 0.94^((7+2)/3) = 0.66 * 0.830584 = 0.54818544; wlr = 0.1 * adjusted;
   // height = 0.9 * adjusted / (7 + 3 - 1) = 0.1 * adjusted; epochs 2..11: wlr + (e - 1) * height.
@@ -58,7 +58,8 @@ TEST(LrSchedule, InceptionV3WarmupByEpoch) {
 }
 
 TEST(LrSchedule, InceptionV4ColdWarmupDecay) {
-  LrScheduleOptions o = default_lr_schedule("inception_v4");  // 0.15, batch 256, cold 1, warmup 2
+  LrScheduleOptions o =
+      default_lr_schedule("inception_v4").value();  // 0.15, batch 256, cold 1, warmup 2
   ASSERT_TRUE(validate_lr_schedule(o).ok());
   // initial = 0.15 / 0.94^((2+1)/2) = 0.15 / 0.9113626 = 0.1645885; batches/epoch = 5004.5586;
   // decay_steps = int(2 * 5004.5586) = 10009.
@@ -74,7 +75,8 @@ TEST(LrSchedule, InceptionV4ColdWarmupDecay) {
 }
 
 TEST(LrSchedule, Resnet50WarmupAndDrops) {
-  LrScheduleOptions o = default_lr_schedule("resnet50");  // 0.1 * 1024 / 256 = 0.4, 112590 steps
+  LrScheduleOptions o =
+      default_lr_schedule("resnet50").value();  // 0.1 * 1024 / 256 = 0.4, 112590 steps
   ASSERT_TRUE(validate_lr_schedule(o).ok());
   // steps_per_epoch = floor(1251.14) = 1251, train_epochs = 112590 / 1251 = 90: boundaries
   // 5, 30, 60, 80; warmup 0.4 * epoch / 5 with epoch = step / 1251.1396.
@@ -92,7 +94,7 @@ TEST(LrSchedule, Resnet50WarmupAndDrops) {
 }
 
 TEST(LrSchedule, Resnet50BoundariesScaleToTrainSteps) {
-  LrScheduleOptions o = default_lr_schedule("resnet50");
+  LrScheduleOptions o = default_lr_schedule("resnet50").value();
   o.train_steps = 11259;     // 9 epochs: boundaries floor(0.5, 3, 6, 8) = 0, 3, 6, 8
   expect_lr(o, 0, 0.4);      // zero-length warmup: full rate at once
   expect_lr(o, 3753, 0.4);   // epoch 2.9997
@@ -101,22 +103,21 @@ TEST(LrSchedule, Resnet50BoundariesScaleToTrainSteps) {
   expect_lr(o, 10010, 0.0004);
 }
 
-TEST(LrSchedule, ValidateRejectsUnknownModelAndBadValues) {
-  LrScheduleOptions o;
-  o.model = "vgg16";
-  const Status st = validate_lr_schedule(o);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("vgg16"), std::string::npos);
-  o = default_lr_schedule("inception_v3");
+TEST(LrSchedule, UnknownModelsAndBadValuesAreRejected) {
+  const Result<LrScheduleOptions> unknown = default_lr_schedule("vgg16");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("vgg16"), std::string::npos);
+  EXPECT_NE(unknown.status().message().find("inception_v3"), std::string::npos);
+  LrScheduleOptions o = default_lr_schedule("inception_v3").value();
   o.train_batch_size = 0;
   EXPECT_FALSE(validate_lr_schedule(o).ok());
-  o = default_lr_schedule("inception_v3");
+  o = default_lr_schedule("inception_v3").value();
   o.decay_epochs = 0;
   EXPECT_FALSE(validate_lr_schedule(o).ok());
 }
 
 TEST(LrSchedule, CurrentEpochIsTheIntegerEpoch) {
-  const LrScheduleOptions o = default_lr_schedule("inception_v3");
+  const LrScheduleOptions o = default_lr_schedule("inception_v3").value();
   EXPECT_EQ(current_epoch(o, 0), 0);
   EXPECT_EQ(current_epoch(o, 1251), 0);
   EXPECT_EQ(current_epoch(o, 1252), 1);

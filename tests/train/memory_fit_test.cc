@@ -36,7 +36,7 @@ Graph tiny_training_graph() {
 TrainRecipe recipe() {
   TrainRecipe r;
   r.optimizer = OptimizerKind::rmsprop;
-  r.schedule = default_lr_schedule("inception_v3");
+  r.schedule = default_lr_schedule("inception_v3").value();
   return r;
 }
 

@@ -35,7 +35,7 @@ TEST(Overfit, TinyInceptionV3LearnsOneBatch) {
   TrainRecipe recipe;
   recipe.optimizer = OptimizerKind::momentum;
   recipe.weight_decay = 0.f;
-  recipe.schedule = default_lr_schedule("inception_v3");
+  recipe.schedule = default_lr_schedule("inception_v3").value();
   recipe.schedule.base_learning_rate = 0.05 * 256 / 8;  // lr 0.05, staircase decay far away
   recipe.schedule.train_batch_size = 8;
   auto trainer = Trainer::create(**state, *graph, recipe);

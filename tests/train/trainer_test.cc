@@ -50,7 +50,7 @@ TEST(Trainer, OneRmsPropStepMatchesTheHostRecomputation) {
 
   TrainRecipe recipe;
   recipe.weight_decay = 0.25f;  // large, so a missing or misplaced decay shows
-  recipe.schedule = default_lr_schedule("inception_v3");
+  recipe.schedule = default_lr_schedule("inception_v3").value();
   recipe.schedule.train_batch_size = 4;
   auto trainer = Trainer::create(s, graph, recipe);
   ASSERT_TRUE(trainer.ok()) << trainer.status().message();
