@@ -174,7 +174,7 @@ Status check_entry(const TensorEntry& entry, const ParamInfo& param, const std::
   return Status();
 }
 
-Result<int64_t> read_global_step(const SafetensorsFile& file, const std::string& path) {
+Result<int64_t> read_global_step(const CheckpointContents& file, const std::string& path) {
   const TensorEntry* step = file.find("global_step");
   if (step == nullptr) return error(path, ": checkpoint has no global_step");
   if (step->dtype == DType::i64 && step->bytes.size() == 8) {
@@ -192,7 +192,7 @@ Result<int64_t> read_global_step(const SafetensorsFile& file, const std::string&
 
 }  // namespace
 
-Status ModelState::restore_for_training(const SafetensorsFile& file, const std::string& path,
+Status ModelState::restore_for_training(const CheckpointContents& file, const std::string& path,
                                         std::vector<std::string>* notes) {
   IC_RETURN_IF_ERROR(initialize(0));
   bool missing_slots = false, missing_ema = false;
@@ -226,7 +226,7 @@ Status ModelState::restore_for_training(const SafetensorsFile& file, const std::
   return Status();
 }
 
-Status ModelState::restore_for_eval(const SafetensorsFile& file, bool use_ema,
+Status ModelState::restore_for_eval(const CheckpointContents& file, bool use_ema,
                                     const std::string& path) {
   const ParamBinding binding = eval_binding();
   float* weights = const_cast<float*>(binding.weights);

@@ -18,7 +18,7 @@
 #include "core/status.h"
 #include "graph/graph.h"
 #include "graph/param_layout.h"
-#include "io/safetensors.h"
+#include "io/checkpoint_contents.h"
 
 namespace ic {
 
@@ -26,7 +26,8 @@ enum class OptimizerKind { sgd, momentum, rmsprop };
 // "sgd", "momentum", "RMS" (the --optimizer values).
 Result<OptimizerKind> parse_optimizer(const std::string& name);
 
-// What a checkpoint holds a model of; stored in the safetensors __metadata__.
+// What a checkpoint holds a model of; stored as the checkpoint metadata (the bundle's
+// metadata entry, or the safetensors __metadata__).
 struct CheckpointMeta {
   std::string model;
   int64_t num_classes = 0;
@@ -62,11 +63,11 @@ class ModelState {
   // Resumes training: every tensor of the layout must be present with its shape. Optimizer
   // slots or EMA shadows missing from the file (another --optimizer or --moving_average)
   // start fresh, and `notes` says so.
-  Status restore_for_training(const SafetensorsFile& file, const std::string& path,
+  Status restore_for_training(const CheckpointContents& file, const std::string& path,
                               std::vector<std::string>* notes);
   // Loads the values a model is evaluated with into the eval arenas: the EMA shadows when
   // `use_ema` and present (LoadEMAHook), else the raw values.
-  Status restore_for_eval(const SafetensorsFile& file, bool use_ema, const std::string& path);
+  Status restore_for_eval(const CheckpointContents& file, bool use_ema, const std::string& path);
 
   // The checkpoint's tensors (downloaded to host memory owned by this object, valid until the
   // next call).

@@ -118,7 +118,7 @@ Status Session::prepare_training() {
   if (ec) return error("cannot create --model_dir ", options_.model_dir, ": ", ec.message());
   IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(options_.model_dir));
   if (latest) {
-    IC_ASSIGN_OR_RETURN(SafetensorsFile file, read_safetensors(*latest));
+    IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(*latest));
     IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, *latest));
     IC_RETURN_IF_ERROR(check_compatible(saved, meta_, *latest));
     std::vector<std::string> notes;
@@ -179,9 +179,10 @@ Status Session::save() {
   if (!leader_) return Status();
   log_ << "Saving checkpoints for " << state_->global_step << " into " << options_.model_dir
        << "/model.ckpt." << std::endl;
+  IC_ASSIGN_OR_RETURN(CheckpointFormat format, parse_checkpoint_format(options_.checkpoint_format));
   IC_RETURN_IF_ERROR(save_checkpoint(options_.model_dir, state_->global_step,
                                      checkpoint_metadata(meta_), state_->checkpoint_tensors(),
-                                     options_.keep_checkpoint_max));
+                                     options_.keep_checkpoint_max, format));
   return Status();
 }
 
@@ -315,11 +316,11 @@ Status Session::run_eval() {
       last_path = path;
       log_ << "Found new checkpoint at " << path << "\nStarting to evaluate." << std::endl;
       const Clock::time_point start = Clock::now();
-      if (!std::filesystem::exists(path)) {
+      if (!checkpoint_exists(path)) {
         log_ << "Checkpoint " << path << " no longer exists, skipping checkpoint" << std::endl;
         continue;
       }
-      IC_ASSIGN_OR_RETURN(SafetensorsFile file, read_safetensors(path));
+      IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(path));
       IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, path));
       IC_RETURN_IF_ERROR(check_compatible(saved, meta_, path));
       IC_RETURN_IF_ERROR(state_->restore_for_eval(file, options_.moving_average, path));

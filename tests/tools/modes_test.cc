@@ -17,7 +17,6 @@
 
 #include "io/checkpoint_dir.h"
 #include "io/event_reader.h"
-#include "io/safetensors.h"
 #include "tools/tool_runner.h"
 
 namespace ic {
@@ -100,6 +99,60 @@ TEST(Modes, RestartedTrainAndEvalContinuesFromItsCheckpoint) {
             (std::set<std::string>{"accuracy", "accuracy@5", "loss"}));
 }
 
+// TensorFlow's format is the default; a model_dir may hold either format, and a run resumes
+// from whichever `checkpoint` names.
+TEST(Modes, ResumesAndEvaluatesFromEitherCheckpointFormat) {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  ToolOutput first =
+      run_tool("inception_v3", "--mode=train --train_steps=2 " + tiny_flags(dir.path()) +
+                                   " --checkpoint_format=safetensors");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_TRUE(fs::exists(dir.sub("model.ckpt-2.safetensors")));
+  EXPECT_FALSE(fs::exists(dir.sub("model.ckpt-2.index")));
+
+  ToolOutput second =
+      run_tool("inception_v3", "--mode=train --train_steps=4 " + tiny_flags(dir.path()));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_TRUE(second.contains("Restoring parameters from " + dir.sub("model.ckpt-2.safetensors") +
+                              " (global step 2)"))
+      << second.output;
+  EXPECT_TRUE(fs::exists(dir.sub("model.ckpt-4.index")));
+  EXPECT_TRUE(fs::exists(dir.sub("model.ckpt-4.data-00000-of-00001")));
+  EXPECT_FALSE(fs::exists(dir.sub("model.ckpt-4.safetensors")));
+
+  // The bundle evaluates exactly as the same tensors written as safetensors.
+  const std::string eval_flags = "--mode=eval --train_steps=4 --eval_timeout=0 ";
+  ToolOutput from_tf = run_tool("inception_v3", eval_flags + tiny_flags(dir.path()));
+  ASSERT_EQ(from_tf.exit_code, 0) << from_tf.output;
+  EXPECT_TRUE(from_tf.contains("Found new checkpoint at " + dir.sub("model.ckpt-4")))
+      << from_tf.output;
+  auto bundle = read_checkpoint(dir.sub("model.ckpt-4"));
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  std::vector<TensorView> views;
+  for (const TensorEntry& t : bundle->tensors) {
+    views.push_back({t.name, t.dtype, t.shape, t.bytes.data()});
+  }
+  ASSERT_TRUE(
+      save_checkpoint(dir.sub("copy"), 4, bundle->metadata, views, 5, CheckpointFormat::safetensors)
+          .ok());
+  ToolOutput from_safetensors = run_tool("inception_v3", eval_flags + tiny_flags(dir.sub("copy")));
+  ASSERT_EQ(from_safetensors.exit_code, 0) << from_safetensors.output;
+  EXPECT_GT(eval_loss(from_tf), 0) << from_tf.output;
+  EXPECT_DOUBLE_EQ(eval_loss(from_safetensors), eval_loss(from_tf)) << from_safetensors.output;
+
+  // Resuming from the bundle, writing safetensors again.
+  ToolOutput third =
+      run_tool("inception_v3", "--mode=train --train_steps=6 " + tiny_flags(dir.path()) +
+                                   " --checkpoint_format=safetensors");
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  EXPECT_TRUE(
+      third.contains("Restoring parameters from " + dir.sub("model.ckpt-4") + " (global step 4)"))
+      << third.output;
+  EXPECT_EQ(latest_step(dir.path()), 6);
+  EXPECT_TRUE(fs::exists(dir.sub("model.ckpt-6.safetensors")));
+}
+
 TEST(Modes, IncompatibleModelDirIsRefusedWithBothDescriptions) {
   TempDir dir;
   ASSERT_EQ(
@@ -152,7 +205,7 @@ void copy_checkpoint_zeroing(const std::string& model_dir, const std::string& ou
                              bool zero_raw_weights, bool zero_ema) {
   auto latest = latest_checkpoint(model_dir);
   ASSERT_TRUE(latest.ok() && latest->has_value());
-  auto file = read_safetensors(**latest);
+  auto file = read_checkpoint(**latest);
   ASSERT_TRUE(file.ok()) << file.status().message();
   std::vector<TensorView> views;
   for (TensorEntry& t : file->tensors) {

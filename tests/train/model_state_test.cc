@@ -78,7 +78,7 @@ TEST(ModelState, RestoresWhatItSaved) {
   (*a)->global_step = 1234;
   // Distinguish the arenas: EMA shadows = 2 * weights.
   std::vector<TensorView> views = (*a)->checkpoint_tensors();
-  SafetensorsFile file;
+  CheckpointContents file;
   for (const TensorView& v : views) {
     TensorEntry e{v.name, v.dtype, v.shape,
                   std::string(static_cast<const char*>(v.data),
