@@ -8,6 +8,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libgflags-dev libleveldb-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-venv
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--bench" ]]; then

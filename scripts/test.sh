@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is needed, builds, and runs the whole test suite twice: an optimised build,
-# then an AddressSanitizer + UndefinedBehaviorSanitizer build. Exits non-zero on any failure.
+# Installs what is needed, builds, and runs the whole test suite twice: an optimised build
+# (followed by the TensorFlow interop check, tests/interop/run.sh), then an AddressSanitizer +
+# UndefinedBehaviorSanitizer build. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -9,6 +10,8 @@ jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 900)
+# TensorFlow itself reads our checkpoints and we read its own (a cached venv from PyPI).
+bash tests/interop/run.sh
 
 # The sanitizer build leaves out the CUDA backend (nvcc does not take -fsanitize) and runs
 # the same tests; oneDNN's JIT code is not instrumented but our code around it is.

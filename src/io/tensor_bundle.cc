@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <set>
@@ -261,6 +262,11 @@ Status write_tensor_bundle(const std::string& prefix,
     offset += w.bytes.size();
     pieces.push_back(w.bytes);
   }
+  // As TensorFlow's BundleWriter, create the prefix's directory.
+  const std::filesystem::path dir = std::filesystem::path(prefix).parent_path();
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (ec) return error(dir.string(), ": cannot create directory: ", ec.message());
   IC_RETURN_IF_ERROR(write_file_atomically(data_path, pieces));
 
   tensorflow::BundleHeaderProto header;

@@ -29,7 +29,8 @@ std::string bundle_index_path(const std::string& prefix);  // <prefix>.index
 // <prefix>.data-<shard>-of-<num_shards>, five digits each as TensorFlow names them.
 std::string bundle_data_path(const std::string& prefix, int shard = 0, int num_shards = 1);
 
-// Writes the data file, then the index, each ATOMICALLY (temp file, fsync, rename, directory
+// Creates the prefix's directory if needed (as TensorFlow does), then writes the data file,
+// then the index, each ATOMICALLY (temp file, fsync, rename, directory
 // fsync): once the index exists the data it describes is complete. Tensors go into the data
 // file in name order. Names must be unique, non-empty, and not "" or kBundleMetadataKey.
 Status write_tensor_bundle(const std::string& prefix,
