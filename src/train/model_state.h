@@ -65,6 +65,14 @@ class ModelState {
   // start fresh, and `notes` says so.
   Status restore_for_training(const CheckpointContents& file, const std::string& path,
                               std::vector<std::string>* notes);
+  // A fresh run initialised from another checkpoint's values (TensorFlow's warm start, TF-slim's
+  // fine-tuning): after initialize(seed), every weight and moving statistic found in `file`
+  // under its TF-slim name as float32 of the model's shape is loaded; the rest keep their fresh
+  // values. EMA shadows start at the resulting values, optimizer slots and global_step stay
+  // fresh. `loaded` gets the names loaded; `skipped` one line per variable not loaded, with why.
+  // An error when nothing at all matches (the wrong checkpoint, most likely).
+  Status warm_start(const CheckpointContents& file, const std::string& path,
+                    std::vector<std::string>* loaded, std::vector<std::string>* skipped);
   // Loads the values a model is evaluated with into the eval arenas: the EMA shadows when
   // `use_ema` and present (LoadEMAHook), else the raw values.
   Status restore_for_eval(const CheckpointContents& file, bool use_ema, const std::string& path);

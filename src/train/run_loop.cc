@@ -63,6 +63,8 @@ class Session {
 
   Status prepare_training();
   void share_leader_state();
+  // --warm_start_from: a fresh run's variables from another checkpoint, logged name by name.
+  Status warm_start();
   Status prepare_evaluator();
   Status train_until(int64_t target);
   Status save();
@@ -127,8 +129,13 @@ Status Session::prepare_training() {
     log_ << "Restoring parameters from " << *latest << " (global step " << state_->global_step
          << ")" << std::endl;
     last_saved_step_ = state_->global_step;
+    if (!options_.warm_start_from.empty()) {
+      log_ << "Not warm-starting from " << options_.warm_start_from
+           << ": resuming from the model_dir's own checkpoint" << std::endl;
+    }
   } else {
     IC_RETURN_IF_ERROR(state_->initialize(static_cast<uint64_t>(options_.seed)));
+    if (!options_.warm_start_from.empty()) IC_RETURN_IF_ERROR(warm_start());
   }
   share_leader_state();
   IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_, &replicas_));
@@ -138,6 +145,26 @@ Status Session::prepare_training() {
     IC_ASSIGN_OR_RETURN(train_events_, EventWriter::create(options_.model_dir));
   }
   last_save_time_ = Clock::now();
+  return Status();
+}
+
+Status Session::warm_start() {
+  std::string path = options_.warm_start_from;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(path));
+    if (!latest) return error("--warm_start_from=", path, ": no checkpoint in that directory");
+    path = *latest;
+  }
+  IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(path));
+  std::vector<std::string> loaded, skipped;
+  IC_RETURN_IF_ERROR(state_->warm_start(file, path, &loaded, &skipped));
+  log_ << "Warm-starting from " << path << ": " << loaded.size() << " of "
+       << loaded.size() + skipped.size() << " variables loaded, " << skipped.size()
+       << " start fresh" << std::endl;
+  for (const std::string& name : loaded) log_ << "  loaded " << name << "\n";
+  for (const std::string& line : skipped) log_ << "  fresh  " << line << "\n";
+  log_ << std::flush;
   return Status();
 }
 

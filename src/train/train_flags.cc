@@ -64,6 +64,10 @@ DEFINE_int32(num_threads, 0, "CPU compute threads; 0 = all cores");
 DEFINE_string(device, "", "cpu or cuda:N; empty: decided by --use_tpu");
 DEFINE_int64(seed, 0, "Seed of initialisation, data order, augmentation and dropout");
 DEFINE_int32(keep_checkpoint_max, 5, "Checkpoints kept in --model_dir");
+DEFINE_string(warm_start_from, "",
+              "A fresh run (no checkpoint in --model_dir yet) starts from this checkpoint's "
+              "values: a model_dir, a TensorFlow checkpoint prefix/.index or a .safetensors file. "
+              "Variables found with the model's shape are loaded, the rest start fresh");
 DEFINE_string(checkpoint_format, "tf",
               "Format of the checkpoints written: tf (TensorFlow's model.ckpt-N.index + "
               ".data-00000-of-00001) or safetensors (model.ckpt-N.safetensors); both are read");
@@ -176,6 +180,7 @@ RunOptions read_run_options(const std::string& model) {
   o.seed = FLAGS_seed;
   o.keep_checkpoint_max = FLAGS_keep_checkpoint_max;
   o.checkpoint_format = FLAGS_checkpoint_format;
+  o.warm_start_from = FLAGS_warm_start_from;
   o.num_train_images = FLAGS_num_train_images;
   o.min_crop_area = FLAGS_min_crop_area;
   o.weight_decay = FLAGS_weight_decay;

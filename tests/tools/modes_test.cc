@@ -153,6 +153,54 @@ TEST(Modes, ResumesAndEvaluatesFromEitherCheckpointFormat) {
   EXPECT_TRUE(fs::exists(dir.sub("model.ckpt-6.safetensors")));
 }
 
+// --warm_start_from: a fresh run with another class count takes every variable whose shape
+// still fits from another run's checkpoint.
+TEST(Modes, WarmStartFromAnotherClassCountLoadsWhatFits) {
+  TempDir dir;
+  ASSERT_EQ(run_tool("inception_v3", "--mode=train --train_steps=2 " + tiny_flags(dir.sub("ten")))
+                .exit_code,
+            0);
+  const std::string twelve = tiny_flags(dir.sub("twelve")) + " --num_classes=12";
+  ToolOutput warm =
+      run_tool("inception_v3", "--mode=train --train_steps=2 " + twelve +
+                                   " --warm_start_from=" + dir.sub("ten/model.ckpt-2"));
+  ASSERT_EQ(warm.exit_code, 0) << warm.output;
+  EXPECT_TRUE(warm.contains("Warm-starting from " + dir.sub("ten/model.ckpt-2") + ": "))
+      << warm.output;
+  EXPECT_TRUE(warm.contains("  loaded InceptionV3/Conv2d_1a_3x3/weights\n")) << warm.output;
+  EXPECT_TRUE(warm.contains(
+      "  loaded InceptionV3/Mixed_7c/Branch_3/Conv2d_0b_1x1/BatchNorm/moving_variance\n"))
+      << warm.output;
+  EXPECT_TRUE(
+      warm.contains("  fresh  InceptionV3/Logits/Conv2d_1c_1x1/biases (the checkpoint's is "
+                    "float32 [10], the model's float32 [12])"))
+      << warm.output;
+  EXPECT_FALSE(warm.contains("Restoring parameters")) << warm.output;
+  // global_step starts at 0: two steps were trained, not none.
+  EXPECT_TRUE(warm.contains("step = 2, loss = ")) << warm.output;
+  EXPECT_EQ(latest_step(dir.sub("twelve")), 2);
+
+  // Once the run has its own checkpoint, it resumes from that instead.
+  ToolOutput again = run_tool("inception_v3", "--mode=train --train_steps=4 " + twelve +
+                                                  " --warm_start_from=" + dir.sub("ten"));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_TRUE(again.contains("Not warm-starting from " + dir.sub("ten"))) << again.output;
+  EXPECT_TRUE(again.contains("(global step 2)")) << again.output;
+
+  // A directory resolves to its latest checkpoint; a path with no checkpoint is an error.
+  ToolOutput from_dir =
+      run_tool("inception_v3", "--mode=train --train_steps=1 " + tiny_flags(dir.sub("eleven")) +
+                                   " --num_classes=11 --warm_start_from=" + dir.sub("ten"));
+  ASSERT_EQ(from_dir.exit_code, 0) << from_dir.output;
+  EXPECT_TRUE(from_dir.contains("Warm-starting from " + dir.sub("ten/model.ckpt-2") + ": "))
+      << from_dir.output;
+  ToolOutput missing =
+      run_tool("inception_v3", "--mode=train --train_steps=1 " + tiny_flags(dir.sub("none")) +
+                                   " --warm_start_from=" + dir.sub("nothing"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(missing.contains(dir.sub("nothing"))) << missing.output;
+}
+
 TEST(Modes, IncompatibleModelDirIsRefusedWithBothDescriptions) {
   TempDir dir;
   ASSERT_EQ(
