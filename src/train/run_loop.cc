@@ -343,11 +343,14 @@ Status Session::run_eval() {
       last_path = path;
       log_ << "Found new checkpoint at " << path << "\nStarting to evaluate." << std::endl;
       const Clock::time_point start = Clock::now();
+      // The trainer may prune it at any moment, even while it is read (a bundle's index goes
+      // first): then it is skipped as the reference's NotFoundError is, not an error.
+      Result<CheckpointContents> read = read_checkpoint(path);
       if (!checkpoint_exists(path)) {
         log_ << "Checkpoint " << path << " no longer exists, skipping checkpoint" << std::endl;
         continue;
       }
-      IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(path));
+      IC_ASSIGN_OR_RETURN(CheckpointContents file, std::move(read));
       IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, path));
       IC_RETURN_IF_ERROR(check_compatible(saved, meta_, path));
       IC_RETURN_IF_ERROR(state_->restore_for_eval(file, options_.moving_average, path));
