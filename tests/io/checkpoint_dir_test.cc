@@ -336,9 +336,11 @@ TEST_F(CheckpointDirTest, TfIndexWrittenByTensorFlowWithAbsoluteOrRelativePaths)
              "all_model_checkpoint_paths: \"" +
                  abs + "\"\n");
   EXPECT_EQ(latest(), abs);
+  write_text("model.ckpt-5.meta", "the graph TensorFlow's Saver writes beside a checkpoint");
   ASSERT_TRUE(save_tf(6, 1).ok());
   EXPECT_FALSE(fs::exists(abs + ".index"));
   EXPECT_FALSE(fs::exists(abs + ".data-00000-of-00001"));
+  EXPECT_FALSE(fs::exists(abs + ".meta"));
 }
 
 TEST_F(CheckpointDirTest, MissingOrHalfCheckpointsAreErrorsNamingThem) {
