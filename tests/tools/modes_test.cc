@@ -201,6 +201,31 @@ TEST(Modes, WarmStartFromAnotherClassCountLoadsWhatFits) {
   EXPECT_TRUE(missing.contains(dir.sub("nothing"))) << missing.output;
 }
 
+// A damaged checkpoint stops the run with the file and tensor named, never a silent restart.
+TEST(Modes, CorruptCheckpointIsRefusedNamingFileAndTensor) {
+  TempDir dir;
+  ASSERT_EQ(
+      run_tool("inception_v3", "--mode=train --train_steps=2 " + tiny_flags(dir.path())).exit_code,
+      0);
+  const std::string data = dir.sub("model.ckpt-2.data-00000-of-00001");
+  {
+    std::fstream f(data, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good());
+    f.seekg(1000);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x20);
+    f.seekp(1000);
+    f.write(&c, 1);
+  }
+  ToolOutput resumed =
+      run_tool("inception_v3", "--mode=train --train_steps=4 " + tiny_flags(dir.path()));
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.output;
+  EXPECT_TRUE(resumed.contains(data + ": tensor ")) << resumed.output;
+  EXPECT_TRUE(resumed.contains("CRC-32C mismatch")) << resumed.output;
+  EXPECT_EQ(latest_step(dir.path()), 2);  // nothing was overwritten
+}
+
 TEST(Modes, IncompatibleModelDirIsRefusedWithBothDescriptions) {
   TempDir dir;
   ASSERT_EQ(
