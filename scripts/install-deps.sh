@@ -5,9 +5,10 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git time
   libdnnl-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev
-  libprotobuf-dev protobuf-compiler libgflags-dev
+  libprotobuf-dev protobuf-compiler libgflags-dev libleveldb-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-venv
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--bench" ]]; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is needed, builds, and runs the whole test suite twice: an optimised build,
-# then an AddressSanitizer + UndefinedBehaviorSanitizer build. Exits non-zero on any failure.
+# Installs what is needed, builds, and runs the whole test suite twice: an optimised build
+# (followed by the TensorFlow interop check, tests/interop/run.sh), then an AddressSanitizer +
+# UndefinedBehaviorSanitizer build. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -11,6 +12,8 @@ cmake --build build -j "$jobs"
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 900)
 # The trainer's memory estimate against the measured peak, full-size Inception v3 (~40 s).
 bench/memory_estimate.sh 4 16
+# TensorFlow itself reads our checkpoints and we read its own (a cached venv from PyPI).
+bash tests/interop/run.sh
 
 # The sanitizer build leaves out the CUDA backend (nvcc does not take -fsanitize) and runs
 # the same tests; oneDNN's JIT code is not instrumented but our code around it is.

@@ -16,7 +16,9 @@
 #include "train/npy.h"
 
 DEFINE_string(model_dir, "", "Directory whose latest checkpoint is used");
-DEFINE_string(checkpoint, "", "A model.ckpt-N.safetensors file (instead of --model_dir)");
+DEFINE_string(checkpoint, "",
+              "A checkpoint (model.ckpt-N, model.ckpt-N.index or model.ckpt-N.safetensors) "
+              "instead of --model_dir");
 DEFINE_string(labels_file, "", "Label names: '<label> <name>' lines, or one name per line");
 DEFINE_string(logits_out, "", "Write the raw logits [images, classes] to this .npy file");
 DEFINE_int32(top_k, 5, "Classes printed per input");

@@ -9,13 +9,17 @@
 #include <sstream>
 #include <system_error>
 
+#include "io/safetensors.h"
+#include "io/tensor_bundle.h"
+
 namespace ic {
 namespace {
 
 namespace fs = std::filesystem;
 
 constexpr char kStateFile[] = "checkpoint";
-constexpr char kSuffix[] = ".safetensors";
+constexpr char kSafetensorsSuffix[] = ".safetensors";
+constexpr char kIndexSuffix[] = ".index";
 constexpr char kTempMarker[] = ".tmp-";  // write_file_atomically's temp names: <path>.tmp-<pid>-<n>
 
 std::string join(const std::string& dir, const std::string& name) {
@@ -131,15 +135,87 @@ Result<CheckpointState> parse_checkpoint_state(const std::string& text, const st
   return state;
 }
 
+// The prefix an entry of `checkpoint` (or a user's path) stands for: joined to model_dir
+// unless absolute, without a .safetensors / .index suffix.
+std::string prefix_of(const std::string& model_dir, const std::string& entry) {
+  std::string path =
+      entry.empty() || fs::path(entry).is_absolute() ? entry : join(model_dir, entry);
+  for (const std::string_view suffix :
+       {std::string_view(kSafetensorsSuffix), std::string_view(kIndexSuffix)}) {
+    if (ends_with(path, suffix)) {
+      path.resize(path.size() - suffix.size());
+      break;
+    }
+  }
+  return path;
+}
+
+bool is_file(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+// Deletes `path` if it exists; an error only when it exists and cannot be deleted.
+Status remove_if_present(const std::string& path, const char* what) {
+  if (std::remove(path.c_str()) != 0 && errno != ENOENT) {
+    return error(path, ": cannot delete ", what, ": ", std::strerror(errno));
+  }
+  return Status();
+}
+
+// The bundle's files: the index first, so that no index ever describes missing data, then
+// every data shard (<prefix>.data-*).
+Status remove_bundle_files(const std::string& prefix) {
+  IC_RETURN_IF_ERROR(remove_if_present(bundle_index_path(prefix), "checkpoint index"));
+  const fs::path p(prefix);
+  const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+  const std::string data_start = p.filename().string() + ".data-";
+  std::error_code ec;
+  Status status;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind(data_start, 0) == 0 && status.ok()) {
+      status = remove_if_present(it->path().string(), "checkpoint data");
+    }
+  }
+  return status;
+}
+
+// Every file of the checkpoint at `prefix`, in either format, and the .meta graph TensorFlow
+// writes beside its own checkpoints (tf.train.Saver prunes it with them).
+Status remove_checkpoint_files(const std::string& prefix) {
+  Status status = remove_bundle_files(prefix);
+  for (const char* suffix : {kSafetensorsSuffix, ".meta"}) {
+    Status s = remove_if_present(prefix + suffix, "old checkpoint");
+    if (status.ok()) status = s;
+  }
+  return status;
+}
+
 }  // namespace
 
-std::string checkpoint_path(const std::string& model_dir, int64_t step) {
-  return join(model_dir, "model.ckpt-" + std::to_string(step) + kSuffix);
+Result<CheckpointFormat> parse_checkpoint_format(const std::string& name) {
+  if (name == "tf") return CheckpointFormat::tf;
+  if (name == "safetensors") return CheckpointFormat::safetensors;
+  return error("bad value '", name, "' for --checkpoint_format (allowed: tf, safetensors)");
+}
+
+const char* checkpoint_format_name(CheckpointFormat format) {
+  return format == CheckpointFormat::tf ? "tf" : "safetensors";
+}
+
+std::string checkpoint_prefix(const std::string& model_dir, int64_t step) {
+  return join(model_dir, "model.ckpt-" + std::to_string(step));
+}
+
+std::string checkpoint_path(const std::string& model_dir, int64_t step, CheckpointFormat format) {
+  const std::string prefix = checkpoint_prefix(model_dir, step);
+  return format == CheckpointFormat::tf ? prefix : prefix + kSafetensorsSuffix;
 }
 
 std::optional<int64_t> checkpoint_step(const std::string& path) {
   std::string name = fs::path(path).filename().string();
-  if (ends_with(name, kSuffix)) name.resize(name.size() - std::strlen(kSuffix));
+  if (ends_with(name, kSafetensorsSuffix))
+    name.resize(name.size() - std::strlen(kSafetensorsSuffix));
   const size_t dash = name.rfind('-');
   if (dash == std::string::npos || dash + 1 == name.size()) return std::nullopt;
   int64_t step = 0;
@@ -151,9 +227,24 @@ std::optional<int64_t> checkpoint_step(const std::string& path) {
 }
 
 std::string resolve_checkpoint_path(const std::string& model_dir, const std::string& entry) {
-  std::string path = fs::path(entry).is_absolute() ? entry : join(model_dir, entry);
-  if (!ends_with(path, kSuffix)) path += kSuffix;
-  return path;
+  const std::string prefix = prefix_of(model_dir, entry);
+  return is_file(bundle_index_path(prefix)) ? prefix : prefix + kSafetensorsSuffix;
+}
+
+bool checkpoint_exists(const std::string& path) {
+  if (ends_with(path, kSafetensorsSuffix) || ends_with(path, kIndexSuffix)) return is_file(path);
+  return is_file(bundle_index_path(path)) || is_file(path + kSafetensorsSuffix);
+}
+
+Result<CheckpointContents> read_checkpoint(const std::string& path) {
+  if (ends_with(path, kSafetensorsSuffix)) return read_safetensors(path);
+  const std::string prefix = prefix_of("", path);
+  if (ends_with(path, kIndexSuffix) || is_file(bundle_index_path(prefix))) {
+    return read_tensor_bundle(prefix);
+  }
+  if (is_file(prefix + kSafetensorsSuffix)) return read_safetensors(prefix + kSafetensorsSuffix);
+  return error("no checkpoint at ", path, " (neither ", bundle_index_path(prefix), " nor ", prefix,
+               kSafetensorsSuffix, " exists)");
 }
 
 std::string checkpoint_state_text(const CheckpointState& state) {
@@ -182,23 +273,31 @@ Result<std::optional<CheckpointState>> read_checkpoint_state(const std::string& 
 
 Status save_checkpoint(const std::string& model_dir, int64_t step,
                        const std::map<std::string, std::string>& metadata,
-                       const std::vector<TensorView>& tensors, int keep_max) {
+                       const std::vector<TensorView>& tensors, int keep_max,
+                       CheckpointFormat format) {
   std::error_code ec;
   fs::create_directories(model_dir, ec);
   if (ec) return error(model_dir, ": cannot create directory: ", ec.message());
 
-  const std::string path = checkpoint_path(model_dir, step);
-  IC_RETURN_IF_ERROR(write_safetensors(path, metadata, tensors));
+  const std::string prefix = checkpoint_prefix(model_dir, step);
+  if (format == CheckpointFormat::tf) {
+    IC_RETURN_IF_ERROR(write_tensor_bundle(prefix, metadata, tensors));
+    // The bundle now wins resolution; a same-step safetensors file would only linger.
+    IC_RETURN_IF_ERROR(remove_if_present(prefix + kSafetensorsSuffix, "replaced checkpoint"));
+  } else {
+    IC_RETURN_IF_ERROR(write_safetensors(prefix + kSafetensorsSuffix, metadata, tensors));
+    // A same-step bundle would win resolution over the new file: it must go.
+    IC_RETURN_IF_ERROR(remove_bundle_files(prefix));
+  }
 
   IC_ASSIGN_OR_RETURN(std::optional<CheckpointState> previous, read_checkpoint_state(model_dir));
-  const std::string name = fs::path(path).stem().string();  // "model.ckpt-<step>"
+  const std::string name = fs::path(prefix).filename().string();  // "model.ckpt-<step>"
   CheckpointState state;
   state.model_checkpoint_path = name;
   std::vector<std::string> to_delete;
   if (previous) {
     for (const std::string& entry : previous->all_model_checkpoint_paths) {
-      if (resolve_checkpoint_path(model_dir, entry) != path)
-        state.all_model_checkpoint_paths.push_back(entry);
+      if (prefix_of(model_dir, entry) != prefix) state.all_model_checkpoint_paths.push_back(entry);
     }
   }
   state.all_model_checkpoint_paths.push_back(name);
@@ -217,10 +316,8 @@ Status save_checkpoint(const std::string& model_dir, int64_t step,
   // Only now, with `checkpoint` no longer naming them, may old files go.
   Status status;
   for (const std::string& entry : to_delete) {
-    const std::string old = resolve_checkpoint_path(model_dir, entry);
-    if (std::remove(old.c_str()) != 0 && errno != ENOENT && status.ok()) {
-      status = error(old, ": cannot delete old checkpoint: ", std::strerror(errno));
-    }
+    Status removed = remove_checkpoint_files(prefix_of(model_dir, entry));
+    if (status.ok()) status = removed;
   }
   // Temp files of saves that were interrupted (a crash between create and rename).
   for (fs::directory_iterator it(model_dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -238,8 +335,7 @@ Result<std::optional<std::string>> latest_checkpoint(const std::string& model_di
   IC_ASSIGN_OR_RETURN(std::optional<CheckpointState> state, read_checkpoint_state(model_dir));
   if (!state || state->model_checkpoint_path.empty()) return std::optional<std::string>();
   const std::string path = resolve_checkpoint_path(model_dir, state->model_checkpoint_path);
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
+  if (!checkpoint_exists(path)) {
     return error(join(model_dir, kStateFile), " names ", state->model_checkpoint_path, " but ",
                  path, " does not exist");
   }

@@ -5,14 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <set>
 
 #include "io/json.h"
+#include "io/posix_file.h"
 
 namespace ic {
 
@@ -23,90 +22,12 @@ namespace {
 
 constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;  // the reference library's limit
 
-// A POSIX file descriptor closed on scope exit.
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-  // Closes now and reports the error close() may carry (deferred write errors on NFS).
-  int close_checked() {
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
-
-Status write_all(int fd, const void* data, size_t size, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, std::min<size_t>(size, size_t{1} << 30));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return error(path, ": write failed: ", std::strerror(errno));
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Status();
-}
-
-// Errors say where in the file; the caller adds which file.
-Status read_all(int fd, void* data, size_t size, uint64_t offset) {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    const ssize_t n =
-        ::pread(fd, p, std::min<size_t>(size, size_t{1} << 30), static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return error("read failed at byte ", offset, ": ", std::strerror(errno));
-    }
-    if (n == 0) return error("unexpected end of file at byte ", offset);
-    p += n;
-    size -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return Status();
-}
-
-std::string directory_of(const std::string& path) {
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  return dir.empty() ? "." : dir;
-}
-
-// Unique within this process and across processes (pid): concurrent writers never share one.
-std::string temp_path_for(const std::string& path) {
-  static std::atomic<uint64_t> counter{0};
-  return path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-}
-
 std::optional<DType> parse_dtype(const std::string& name) {
   if (name == "F32") return DType::f32;
   if (name == "BF16") return DType::bf16;
   if (name == "I32") return DType::i32;
   if (name == "I64") return DType::i64;
   return std::nullopt;
-}
-
-// numel * element size, or nullopt on overflow / negative dims.
-std::optional<uint64_t> byte_size(const Shape& shape, DType dtype) {
-  uint64_t n = dtype_size(dtype);
-  for (const int64_t d : shape.dims()) {
-    if (d < 0) return std::nullopt;
-    const uint64_t ud = static_cast<uint64_t>(d);
-    if (ud != 0 && n > UINT64_MAX / ud) return std::nullopt;
-    n *= ud;
-  }
-  return n;
 }
 
 void put_u64(uint64_t v, char* out) {
@@ -123,42 +44,6 @@ const char* safetensors_dtype_name(DType dtype) {
     case DType::i64: return "I64";
   }
   return "?";
-}
-
-const TensorEntry* SafetensorsFile::find(const std::string& name) const {
-  for (const TensorEntry& t : tensors) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
-}
-
-Status write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces) {
-  const std::string temp = temp_path_for(path);
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (fd.get() < 0) return error(temp, ": cannot create: ", std::strerror(errno));
-  auto fail = [&](Status status) {
-    fd.reset();
-    ::unlink(temp.c_str());
-    return status;
-  };
-  for (const std::string_view piece : pieces) {
-    Status st = write_all(fd.get(), piece.data(), piece.size(), temp);
-    if (!st.ok()) return fail(st);
-  }
-  if (::fsync(fd.get()) != 0) return fail(error(temp, ": fsync failed: ", std::strerror(errno)));
-  if (fd.close_checked() != 0) return fail(error(temp, ": close failed: ", std::strerror(errno)));
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    return fail(error("renaming ", temp, " to ", path, " failed: ", std::strerror(errno)));
-  }
-  // The rename is durable only once the directory entry is.
-  const std::string dir = directory_of(path);
-  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir_fd.get() < 0)
-    return error(dir, ": cannot open directory to fsync: ", std::strerror(errno));
-  if (::fsync(dir_fd.get()) != 0) {
-    return error(dir, ": directory fsync failed: ", std::strerror(errno));
-  }
-  return Status();
 }
 
 Status write_safetensors(const std::string& path,
@@ -193,7 +78,7 @@ Status write_safetensors(const std::string& path,
       return error(path, ": invalid tensor name \"", t->name, "\"");
     }
     if (!names.insert(t->name).second) return error(path, ": duplicate tensor name ", t->name);
-    const std::optional<uint64_t> size = byte_size(t->shape, t->dtype);
+    const std::optional<uint64_t> size = tensor_byte_size(t->shape, t->dtype);
     if (!size) return error(path, ": tensor ", t->name, " has an invalid shape ", t->shape.str());
     if (*size > 0 && t->data == nullptr) return error(path, ": tensor ", t->name, " has no data");
     if (header.size() > 1) header += ",";
@@ -221,7 +106,7 @@ Status write_safetensors(const std::string& path, const SafetensorsFile& file) {
   std::vector<TensorView> views;
   views.reserve(file.tensors.size());
   for (const TensorEntry& t : file.tensors) {
-    const std::optional<uint64_t> size = byte_size(t.shape, t.dtype);
+    const std::optional<uint64_t> size = tensor_byte_size(t.shape, t.dtype);
     if (!size || *size != t.bytes.size()) {
       return error(path, ": tensor ", t.name, " holds ", t.bytes.size(), " bytes but ",
                    dtype_name(t.dtype), t.shape.str(), " needs ", size ? *size : 0);
@@ -274,7 +159,7 @@ Status parse_tensor_info(const std::string& name, const JsonValue& info, Pending
   out->entry.shape = Shape(std::move(dims));
   out->begin = static_cast<uint64_t>(*begin);
   out->end = static_cast<uint64_t>(*end);
-  const std::optional<uint64_t> size = byte_size(out->entry.shape, out->entry.dtype);
+  const std::optional<uint64_t> size = tensor_byte_size(out->entry.shape, out->entry.dtype);
   if (!size || *size != out->end - out->begin) {
     return error("tensor ", name, ": data_offsets [", out->begin, ",", out->end, ") hold ",
                  out->end - out->begin, " bytes but ", safetensors_dtype_name(out->entry.dtype),

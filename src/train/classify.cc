@@ -95,7 +95,7 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
     result.checkpoint = *latest;
   }
   if (options.inputs.empty()) return error("no inputs (give image or .npy files)");
-  IC_ASSIGN_OR_RETURN(SafetensorsFile file, read_safetensors(result.checkpoint));
+  IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(result.checkpoint));
   IC_ASSIGN_OR_RETURN(CheckpointMeta meta,
                       parse_checkpoint_metadata(file.metadata, result.checkpoint));
 

@@ -19,7 +19,7 @@ namespace ic {
 
 struct ClassifyOptions {
   std::string model_dir;   // used when checkpoint is empty
-  std::string checkpoint;  // a model.ckpt-N.safetensors file
+  std::string checkpoint;  // a checkpoint: model.ckpt-N (bundle), its .index, or a .safetensors
   std::vector<std::string> inputs;
   int top_k = 5;
 };

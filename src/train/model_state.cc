@@ -174,7 +174,7 @@ Status check_entry(const TensorEntry& entry, const ParamInfo& param, const std::
   return Status();
 }
 
-Result<int64_t> read_global_step(const SafetensorsFile& file, const std::string& path) {
+Result<int64_t> read_global_step(const CheckpointContents& file, const std::string& path) {
   const TensorEntry* step = file.find("global_step");
   if (step == nullptr) return error(path, ": checkpoint has no global_step");
   if (step->dtype == DType::i64 && step->bytes.size() == 8) {
@@ -192,7 +192,7 @@ Result<int64_t> read_global_step(const SafetensorsFile& file, const std::string&
 
 }  // namespace
 
-Status ModelState::restore_for_training(const SafetensorsFile& file, const std::string& path,
+Status ModelState::restore_for_training(const CheckpointContents& file, const std::string& path,
                                         std::vector<std::string>* notes) {
   IC_RETURN_IF_ERROR(initialize(0));
   bool missing_slots = false, missing_ema = false;
@@ -226,7 +226,38 @@ Status ModelState::restore_for_training(const SafetensorsFile& file, const std::
   return Status();
 }
 
-Status ModelState::restore_for_eval(const SafetensorsFile& file, bool use_ema,
+Status ModelState::warm_start(const CheckpointContents& file, const std::string& path,
+                              std::vector<std::string>* loaded, std::vector<std::string>* skipped) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const ParamInfo& param = params_[i];
+    const TensorEntry* entry = file.find(param.name);
+    if (entry == nullptr) {
+      skipped->push_back(param.name + " (not in the checkpoint)");
+      continue;
+    }
+    if (!check_entry(*entry, param, path).ok()) {
+      skipped->push_back(param.name + " (the checkpoint's is " + dtype_name(entry->dtype) + " " +
+                         entry->shape.str() + ", the model's float32 " + param.shape.str() + ")");
+      continue;
+    }
+    float* arena = param.trainable ? weights() : state();
+    backend_.upload(arena + layout_.offset[i], entry->bytes.data(), entry->bytes.size());
+    loaded->push_back(param.name);
+  }
+  if (loaded->empty()) {
+    return error(path, ": no variable of this model is in the checkpoint with its shape (",
+                 params_.size(), " looked for, e.g. ",
+                 params_.empty() ? std::string("none") : params_.front().name, ")");
+  }
+  if (moving_average_) {  // a fresh shadow starts at its variable's value
+    backend_.copy(ema_weights(), weights(), layout_.trainable_count * sizeof(float));
+    backend_.copy(ema_state(), state(), layout_.state_count * sizeof(float));
+  }
+  backend_.synchronize();
+  return Status();
+}
+
+Status ModelState::restore_for_eval(const CheckpointContents& file, bool use_ema,
                                     const std::string& path) {
   const ParamBinding binding = eval_binding();
   float* weights = const_cast<float*>(binding.weights);

@@ -18,7 +18,7 @@
 #include "core/status.h"
 #include "graph/graph.h"
 #include "graph/param_layout.h"
-#include "io/safetensors.h"
+#include "io/checkpoint_contents.h"
 
 namespace ic {
 
@@ -26,7 +26,8 @@ enum class OptimizerKind { sgd, momentum, rmsprop };
 // "sgd", "momentum", "RMS" (the --optimizer values).
 Result<OptimizerKind> parse_optimizer(const std::string& name);
 
-// What a checkpoint holds a model of; stored in the safetensors __metadata__.
+// What a checkpoint holds a model of; stored as the checkpoint metadata (the bundle's
+// metadata entry, or the safetensors __metadata__).
 struct CheckpointMeta {
   std::string model;
   int64_t num_classes = 0;
@@ -62,11 +63,19 @@ class ModelState {
   // Resumes training: every tensor of the layout must be present with its shape. Optimizer
   // slots or EMA shadows missing from the file (another --optimizer or --moving_average)
   // start fresh, and `notes` says so.
-  Status restore_for_training(const SafetensorsFile& file, const std::string& path,
+  Status restore_for_training(const CheckpointContents& file, const std::string& path,
                               std::vector<std::string>* notes);
+  // A fresh run initialised from another checkpoint's values (TensorFlow's warm start, TF-slim's
+  // fine-tuning): after initialize(seed), every weight and moving statistic found in `file`
+  // under its TF-slim name as float32 of the model's shape is loaded; the rest keep their fresh
+  // values. EMA shadows start at the resulting values, optimizer slots and global_step stay
+  // fresh. `loaded` gets the names loaded; `skipped` one line per variable not loaded, with why.
+  // An error when nothing at all matches (the wrong checkpoint, most likely).
+  Status warm_start(const CheckpointContents& file, const std::string& path,
+                    std::vector<std::string>* loaded, std::vector<std::string>* skipped);
   // Loads the values a model is evaluated with into the eval arenas: the EMA shadows when
   // `use_ema` and present (LoadEMAHook), else the raw values.
-  Status restore_for_eval(const SafetensorsFile& file, bool use_ema, const std::string& path);
+  Status restore_for_eval(const CheckpointContents& file, bool use_ema, const std::string& path);
 
   // The checkpoint's tensors (downloaded to host memory owned by this object, valid until the
   // next call).

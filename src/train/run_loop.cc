@@ -63,6 +63,8 @@ class Session {
 
   Status prepare_training();
   void share_leader_state();
+  // --warm_start_from: a fresh run's variables from another checkpoint, logged name by name.
+  Status warm_start();
   Status prepare_evaluator();
   Status train_until(int64_t target);
   Status save();
@@ -120,7 +122,7 @@ Status Session::prepare_training() {
   if (ec) return error("cannot create --model_dir ", options_.model_dir, ": ", ec.message());
   IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(options_.model_dir));
   if (latest) {
-    IC_ASSIGN_OR_RETURN(SafetensorsFile file, read_safetensors(*latest));
+    IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(*latest));
     IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, *latest));
     IC_RETURN_IF_ERROR(check_compatible(saved, meta_, *latest));
     std::vector<std::string> notes;
@@ -129,8 +131,13 @@ Status Session::prepare_training() {
     log_ << "Restoring parameters from " << *latest << " (global step " << state_->global_step
          << ")" << std::endl;
     last_saved_step_ = state_->global_step;
+    if (!options_.warm_start_from.empty()) {
+      log_ << "Not warm-starting from " << options_.warm_start_from
+           << ": resuming from the model_dir's own checkpoint" << std::endl;
+    }
   } else {
     IC_RETURN_IF_ERROR(state_->initialize(static_cast<uint64_t>(options_.seed)));
+    if (!options_.warm_start_from.empty()) IC_RETURN_IF_ERROR(warm_start());
   }
   share_leader_state();
   IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_, &replicas_));
@@ -141,6 +148,26 @@ Status Session::prepare_training() {
     IC_ASSIGN_OR_RETURN(train_events_, EventWriter::create(options_.model_dir));
   }
   last_save_time_ = Clock::now();
+  return Status();
+}
+
+Status Session::warm_start() {
+  std::string path = options_.warm_start_from;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(path));
+    if (!latest) return error("--warm_start_from=", path, ": no checkpoint in that directory");
+    path = *latest;
+  }
+  IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(path));
+  std::vector<std::string> loaded, skipped;
+  IC_RETURN_IF_ERROR(state_->warm_start(file, path, &loaded, &skipped));
+  log_ << "Warm-starting from " << path << ": " << loaded.size() << " of "
+       << loaded.size() + skipped.size() << " variables loaded, " << skipped.size()
+       << " start fresh" << std::endl;
+  for (const std::string& name : loaded) log_ << "  loaded " << name << "\n";
+  for (const std::string& line : skipped) log_ << "  fresh  " << line << "\n";
+  log_ << std::flush;
   return Status();
 }
 
@@ -182,9 +209,10 @@ Status Session::save() {
   if (!leader_) return Status();
   log_ << "Saving checkpoints for " << state_->global_step << " into " << options_.model_dir
        << "/model.ckpt." << std::endl;
+  IC_ASSIGN_OR_RETURN(CheckpointFormat format, parse_checkpoint_format(options_.checkpoint_format));
   IC_RETURN_IF_ERROR(save_checkpoint(options_.model_dir, state_->global_step,
                                      checkpoint_metadata(meta_), state_->checkpoint_tensors(),
-                                     options_.keep_checkpoint_max));
+                                     options_.keep_checkpoint_max, format));
   return Status();
 }
 
@@ -331,11 +359,14 @@ Status Session::run_eval() {
       last_path = path;
       log_ << "Found new checkpoint at " << path << "\nStarting to evaluate." << std::endl;
       const Clock::time_point start = Clock::now();
-      if (!std::filesystem::exists(path)) {
+      // The trainer may prune it at any moment, even while it is read (a bundle's index goes
+      // first): then it is skipped as the reference's NotFoundError is, not an error.
+      Result<CheckpointContents> read = read_checkpoint(path);
+      if (!checkpoint_exists(path)) {
         log_ << "Checkpoint " << path << " no longer exists, skipping checkpoint" << std::endl;
         continue;
       }
-      IC_ASSIGN_OR_RETURN(SafetensorsFile file, read_safetensors(path));
+      IC_ASSIGN_OR_RETURN(CheckpointContents file, std::move(read));
       IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, path));
       IC_RETURN_IF_ERROR(check_compatible(saved, meta_, path));
       IC_RETURN_IF_ERROR(state_->restore_for_eval(file, options_.moving_average, path));

@@ -40,6 +40,7 @@ Status validate_run_options(const RunOptions& o) {
   IC_RETURN_IF_ERROR(one_of("optimizer", o.optimizer, {"sgd", "momentum", "RMS"}));
   IC_RETURN_IF_ERROR(one_of("precision", o.precision, {"float32", "bfloat16"}));
   IC_RETURN_IF_ERROR(one_of("preprocessing", o.preprocessing, {"inception", "vgg"}));
+  IC_RETURN_IF_ERROR(one_of("checkpoint_format", o.checkpoint_format, {"tf", "safetensors"}));
   IC_RETURN_IF_ERROR(valid_device(o.device));
   IC_RETURN_IF_ERROR(at_least("iterations", o.iterations, 1));
   IC_RETURN_IF_ERROR(at_least("train_batch_size", o.train_batch_size, 1));

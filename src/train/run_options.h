@@ -1,8 +1,8 @@
 // Everything a training/evaluation run is told from the command line: the flags of the
 // reference inception_v3.py (tensorflow/tpu, facts §1.1) and inception_v4.py (§2) with
 // the same names, defaults and meanings, plus ours (depth_multiplier, num_threads, device,
-// seed, keep_checkpoint_max). Flags the reference defines but that have no effect here
-// (TPU addresses, transpose, prefetch sizes...) are accepted and listed in
+// seed, keep_checkpoint_max, checkpoint_format, warm_start_from). Flags the reference defines but
+// that have no effect here (TPU addresses, transpose, prefetch sizes...) are accepted and listed in
 // docs/differences.md.
 #pragma once
 
@@ -70,6 +70,12 @@ struct RunOptions {
   int32_t keep_checkpoint_max = 5;
   // Images per micro-batch in each process (0: the process's whole share of the batch).
   int32_t micro_batch_size = 0;
+  // What save_checkpoint writes: "tf" (TensorFlow's V2 bundle, so TensorFlow's tools read the
+  // model_dir) or "safetensors". Either is read back whatever this says.
+  std::string checkpoint_format = "tf";
+  // A checkpoint (or a model_dir's latest) whose variables initialise a fresh run, by TF-slim
+  // name where the shape matches (TensorFlow's warm start); ignored when resuming.
+  std::string warm_start_from;
   // Training images per epoch, for the epoch-based learning-rate schedules and
   // current_epoch. The reference hard-codes ImageNet's 1,281,167; other data sets set it.
   int64_t num_train_images = 1281167;

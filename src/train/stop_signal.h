@@ -1,6 +1,6 @@
 // SIGINT / SIGTERM during a run: the handler only sets a flag; the run loop checks it between
 // steps, writes a checkpoint and returns normally (exit code 0). A second signal while the
-// checkpoint is written is absorbed too: checkpoint writes are atomic anyway (io/safetensors.h),
+// checkpoint is written is absorbed too: checkpoint writes are atomic anyway (io/checkpoint_dir.h),
 // so even SIGKILL never leaves a half-written checkpoint.
 #pragma once
 

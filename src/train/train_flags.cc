@@ -73,6 +73,13 @@ DEFINE_int32(micro_batch_size, 0,
              "Images per micro-batch in each process: a step's batch runs as several "
              "micro-batches whose gradients are averaged before one update (a large batch in "
              "the memory of a small one); 0 = the whole batch at once");
+DEFINE_string(warm_start_from, "",
+              "A fresh run (no checkpoint in --model_dir yet) starts from this checkpoint's "
+              "values: a model_dir, a TensorFlow checkpoint prefix/.index or a .safetensors file. "
+              "Variables found with the model's shape are loaded, the rest start fresh");
+DEFINE_string(checkpoint_format, "tf",
+              "Format of the checkpoints written: tf (TensorFlow's model.ckpt-N.index + "
+              ".data-00000-of-00001) or safetensors (model.ckpt-N.safetensors); both are read");
 DEFINE_int64(num_train_images, 1281167,
              "Training images per epoch (learning-rate schedule, current_epoch); ImageNet's "
              "by default as the reference");
@@ -187,6 +194,8 @@ RunOptions read_run_options(const std::string& model) {
   o.seed = FLAGS_seed;
   o.keep_checkpoint_max = FLAGS_keep_checkpoint_max;
   o.micro_batch_size = FLAGS_micro_batch_size;
+  o.checkpoint_format = FLAGS_checkpoint_format;
+  o.warm_start_from = FLAGS_warm_start_from;
   o.num_train_images = FLAGS_num_train_images;
   o.min_crop_area = FLAGS_min_crop_area;
   o.weight_decay = FLAGS_weight_decay;

@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "io/safetensors.h"
+#include "io/tensor_bundle.h"
 
 namespace ic {
 namespace {
@@ -25,14 +29,33 @@ class CheckpointDirTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // A checkpoint whose weights encode the step, so a read-back can tell saves apart.
-  Status save(int64_t step, int keep_max = 5) {
+  Status save(int64_t step, int keep_max = 5,
+              CheckpointFormat format = CheckpointFormat::safetensors) {
     weights_ = {static_cast<float>(step), 0.5f, -1.0f};
     step_ = step;
     return save_checkpoint(
         dir_, step, {{"model", "inception_v3"}, {"num_classes", "1001"}},
         {{"InceptionV3/Logits/Conv2d_1c_1x1/biases", DType::f32, Shape{3}, weights_.data()},
          {"global_step", DType::i64, Shape{}, &step_}},
-        keep_max);
+        keep_max, format);
+  }
+  Status save_tf(int64_t step, int keep_max = 5) {
+    return save(step, keep_max, CheckpointFormat::tf);
+  }
+  // The first weight of the checkpoint at `path`, read in whichever format it is.
+  float first_weight(const std::string& path) const {
+    Result<CheckpointContents> back = read_checkpoint(path);
+    EXPECT_TRUE(back.ok()) << back.status().message();
+    if (!back.ok()) return -1;
+    float first;
+    std::memcpy(&first, back->find("InceptionV3/Logits/Conv2d_1c_1x1/biases")->bytes.data(), 4);
+    return first;
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
   }
   std::string file(const std::string& name) const { return (fs::path(dir_) / name).string(); }
   std::string read_text(const std::string& name) const {
@@ -57,8 +80,12 @@ class CheckpointDirTest : public ::testing::Test {
 };
 
 TEST(CheckpointNames, PathAndStep) {
-  EXPECT_EQ(checkpoint_path("/m", 1200), "/m/model.ckpt-1200.safetensors");
-  EXPECT_EQ(checkpoint_path("/m/", 0), "/m/model.ckpt-0.safetensors");
+  EXPECT_EQ(checkpoint_prefix("/m", 1200), "/m/model.ckpt-1200");
+  EXPECT_EQ(checkpoint_path("/m", 1200, CheckpointFormat::tf), "/m/model.ckpt-1200");
+  EXPECT_EQ(checkpoint_path("/m", 1200, CheckpointFormat::safetensors),
+            "/m/model.ckpt-1200.safetensors");
+  EXPECT_EQ(checkpoint_path("/m/", 0, CheckpointFormat::safetensors),
+            "/m/model.ckpt-0.safetensors");
   EXPECT_EQ(checkpoint_step("/m/model.ckpt-1200.safetensors"), 1200);
   EXPECT_EQ(checkpoint_step("model.ckpt-1200"), 1200);
   EXPECT_EQ(checkpoint_step("gs://b/run-3/model.ckpt-250000"), 250000);
@@ -121,7 +148,9 @@ TEST_F(CheckpointDirTest, PruningContinuesAcrossARestart) {
 
 TEST_F(CheckpointDirTest, KeepMaxZeroKeepsEveryFileAndListsTheNewest) {
   for (int64_t step : {1, 2, 3}) ASSERT_TRUE(save(step, 0).ok());
-  for (int64_t step : {1, 2, 3}) EXPECT_TRUE(fs::exists(checkpoint_path(dir_, step)));
+  for (int64_t step : {1, 2, 3}) {
+    EXPECT_TRUE(fs::exists(checkpoint_path(dir_, step, CheckpointFormat::safetensors)));
+  }
   EXPECT_EQ(read_text("checkpoint"),
             "model_checkpoint_path: \"model.ckpt-3\"\n"
             "all_model_checkpoint_paths: \"model.ckpt-3\"\n");
@@ -137,7 +166,7 @@ TEST_F(CheckpointDirTest, SavingAStepAgainMovesItToTheEnd) {
 
 TEST_F(CheckpointDirTest, InterruptedSaveLeavesThePreviousCheckpointValid) {
   ASSERT_TRUE(save(100).ok());
-  const std::string good = checkpoint_path(dir_, 100);
+  const std::string good = checkpoint_path(dir_, 100, CheckpointFormat::safetensors);
   // A save of step 200 killed mid-write: a half-written temp file, and (a worse crash, or a
   // copy by hand) a truncated file under the final name that `checkpoint` does not name; and a
   // `checkpoint` rewrite killed before its rename.
@@ -153,13 +182,14 @@ TEST_F(CheckpointDirTest, InterruptedSaveLeavesThePreviousCheckpointValid) {
 
   EXPECT_EQ(latest(), good);
   EXPECT_TRUE(read_safetensors(good).ok());
-  Result<SafetensorsFile> torn = read_safetensors(checkpoint_path(dir_, 200));
+  Result<SafetensorsFile> torn =
+      read_safetensors(checkpoint_path(dir_, 200, CheckpointFormat::safetensors));
   ASSERT_FALSE(torn.ok());
   EXPECT_NE(torn.status().message().find("model.ckpt-200.safetensors"), std::string::npos);
 
   // The resumed run saves again: the torn file is replaced and the leftovers are cleaned.
   ASSERT_TRUE(save(200).ok());
-  EXPECT_EQ(latest(), checkpoint_path(dir_, 200));
+  EXPECT_EQ(latest(), checkpoint_path(dir_, 200, CheckpointFormat::safetensors));
   EXPECT_TRUE(read_safetensors(latest()).ok());
   EXPECT_FALSE(fs::exists(file("model.ckpt-200.safetensors.tmp-4242-0")));
   EXPECT_FALSE(fs::exists(file("checkpoint.tmp-4242-1")));
@@ -212,6 +242,120 @@ TEST_F(CheckpointDirTest, IndexEscapesRoundTrip) {
   ASSERT_EQ((*back)->all_model_checkpoint_paths.size(), 3u);
   EXPECT_EQ((*back)->all_model_checkpoint_paths[0], "a\"b\\c");
   EXPECT_EQ((*back)->all_model_checkpoint_paths[2], "xAA");
+}
+
+// The default format: TensorFlow's bundle, two files per checkpoint.
+TEST_F(CheckpointDirTest, TfSaveWritesABundleAndTheIndexExactlyAsTensorFlow) {
+  ASSERT_TRUE(save_tf(0).ok());
+  ASSERT_TRUE(save_tf(1200).ok());
+  EXPECT_EQ(read_text("checkpoint"),
+            "model_checkpoint_path: \"model.ckpt-1200\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-0\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-1200\"\n");
+  EXPECT_EQ(files(), (std::vector<std::string>{
+                         "checkpoint", "model.ckpt-0.data-00000-of-00001", "model.ckpt-0.index",
+                         "model.ckpt-1200.data-00000-of-00001", "model.ckpt-1200.index"}));
+  // Named by its prefix, as TensorFlow's latest_checkpoint names it.
+  EXPECT_EQ(latest(), file("model.ckpt-1200"));
+  EXPECT_EQ(first_weight(latest()), 1200.0f);
+  EXPECT_EQ(first_weight(file("model.ckpt-0.index")), 0.0f);
+  Result<CheckpointContents> back = read_checkpoint(latest());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->metadata.at("model"), "inception_v3");
+  int64_t step;
+  std::memcpy(&step, back->find("global_step")->bytes.data(), 8);
+  EXPECT_EQ(step, 1200);
+  EXPECT_EQ(checkpoint_step(latest()), 1200);
+}
+
+TEST_F(CheckpointDirTest, TfPruningDeletesBothFilesOfEachCheckpoint) {
+  for (int64_t step : {100, 200, 300, 400, 500}) ASSERT_TRUE(save_tf(step, 3).ok());
+  EXPECT_EQ(files(), (std::vector<std::string>{
+                         "checkpoint", "model.ckpt-300.data-00000-of-00001", "model.ckpt-300.index",
+                         "model.ckpt-400.data-00000-of-00001", "model.ckpt-400.index",
+                         "model.ckpt-500.data-00000-of-00001", "model.ckpt-500.index"}));
+}
+
+TEST_F(CheckpointDirTest, TfInterruptedSaveLeavesThePreviousCheckpointValid) {
+  ASSERT_TRUE(save_tf(100).ok());
+  const std::string data = read_text("model.ckpt-100.data-00000-of-00001");
+  // A save of step 200 killed after its data file was renamed but before its index was: a
+  // data file no index describes, a half-written index temp file, a data temp file.
+  write_text("model.ckpt-200.data-00000-of-00001", data);
+  write_text("model.ckpt-200.index.tmp-4242-1", "partial");
+  write_text("model.ckpt-200.data-00000-of-00001.tmp-4242-0", data.substr(0, 5));
+  EXPECT_EQ(latest(), file("model.ckpt-100"));
+  EXPECT_EQ(first_weight(latest()), 100.0f);
+
+  ASSERT_TRUE(save_tf(200).ok());
+  EXPECT_EQ(latest(), file("model.ckpt-200"));
+  EXPECT_EQ(first_weight(latest()), 200.0f);
+  EXPECT_FALSE(fs::exists(file("model.ckpt-200.index.tmp-4242-1")));
+  EXPECT_FALSE(fs::exists(file("model.ckpt-200.data-00000-of-00001.tmp-4242-0")));
+}
+
+TEST_F(CheckpointDirTest, SavingAStepInTheOtherFormatReplacesItsFiles) {
+  ASSERT_TRUE(save_tf(10).ok());
+  ASSERT_TRUE(save(10).ok());  // safetensors: the bundle would otherwise win resolution
+  EXPECT_EQ(files(), (std::vector<std::string>{"checkpoint", "model.ckpt-10.safetensors"}));
+  EXPECT_EQ(latest(), file("model.ckpt-10.safetensors"));
+  ASSERT_TRUE(save_tf(10).ok());
+  EXPECT_EQ(files(), (std::vector<std::string>{"checkpoint", "model.ckpt-10.data-00000-of-00001",
+                                               "model.ckpt-10.index"}));
+  EXPECT_EQ(latest(), file("model.ckpt-10"));
+}
+
+TEST_F(CheckpointDirTest, MixedFormatsResolveAndPruneTogether) {
+  ASSERT_TRUE(save(1, 2).ok());
+  ASSERT_TRUE(save_tf(2, 2).ok());
+  EXPECT_EQ(resolve_checkpoint_path(dir_, "model.ckpt-1"), file("model.ckpt-1.safetensors"));
+  EXPECT_EQ(resolve_checkpoint_path(dir_, "model.ckpt-2"), file("model.ckpt-2"));
+  EXPECT_EQ(first_weight(resolve_checkpoint_path(dir_, "model.ckpt-1")), 1.0f);
+  ASSERT_TRUE(save_tf(3, 2).ok());
+  EXPECT_FALSE(fs::exists(file("model.ckpt-1.safetensors")));
+  ASSERT_TRUE(save(4, 2).ok());
+  EXPECT_EQ(files(), (std::vector<std::string>{"checkpoint", "model.ckpt-3.data-00000-of-00001",
+                                               "model.ckpt-3.index", "model.ckpt-4.safetensors"}));
+}
+
+TEST_F(CheckpointDirTest, TfIndexWrittenByTensorFlowWithAbsoluteOrRelativePaths) {
+  ASSERT_TRUE(save_tf(5).ok());
+  const std::string abs = (fs::path(dir_) / "model.ckpt-5").string();
+  write_text("checkpoint", "model_checkpoint_path: \"" + abs +
+                               "\"\n"
+                               "all_model_checkpoint_paths: \"" +
+                               abs +
+                               "\"\n"
+                               "all_model_checkpoint_timestamps: 1556812121.25\n"
+                               "last_preserved_timestamp: 1556812000.5\n");
+  EXPECT_EQ(latest(), abs);
+  EXPECT_EQ(first_weight(latest()), 5.0f);
+  // TensorFlow's own relative form, and pruning of an absolute entry later.
+  write_text("checkpoint",
+             "model_checkpoint_path: \"model.ckpt-5\"\n"
+             "all_model_checkpoint_paths: \"" +
+                 abs + "\"\n");
+  EXPECT_EQ(latest(), abs);
+  write_text("model.ckpt-5.meta", "the graph TensorFlow's Saver writes beside a checkpoint");
+  ASSERT_TRUE(save_tf(6, 1).ok());
+  EXPECT_FALSE(fs::exists(abs + ".index"));
+  EXPECT_FALSE(fs::exists(abs + ".data-00000-of-00001"));
+  EXPECT_FALSE(fs::exists(abs + ".meta"));
+}
+
+TEST_F(CheckpointDirTest, MissingOrHalfCheckpointsAreErrorsNamingThem) {
+  fs::create_directories(dir_);
+  // A data file without its index is not a checkpoint.
+  write_text("model.ckpt-7.data-00000-of-00001", "xxxx");
+  write_text("checkpoint", "model_checkpoint_path: \"model.ckpt-7\"\n");
+  Result<std::optional<std::string>> r = latest_checkpoint(dir_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("model.ckpt-7"), std::string::npos) << r.status().message();
+  Result<CheckpointContents> none = read_checkpoint(file("model.ckpt-7"));
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find(file("model.ckpt-7.index")), std::string::npos)
+      << none.status().message();
+  EXPECT_FALSE(checkpoint_exists(file("model.ckpt-7")));
 }
 
 TEST(CheckpointStateText, EscapesLikeTextFormat) {

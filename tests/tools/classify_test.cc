@@ -115,6 +115,12 @@ TEST(Classify, KnownTinyModelGivesItsBiasesTopFive) {
   auto direct = run_tool("classify", "--checkpoint=" + **latest + " " + dir.sub("inputs.npy"));
   ASSERT_EQ(direct.exit_code, 0) << direct.output;
   EXPECT_TRUE(direct.contains(line(3, ""))) << direct.output;
+  // The default format is TensorFlow's: the prefix, or its .index file, names it.
+  EXPECT_EQ(**latest, dir.sub("model/model.ckpt-42"));
+  auto by_index =
+      run_tool("classify", "--checkpoint=" + **latest + ".index " + dir.sub("inputs.npy"));
+  ASSERT_EQ(by_index.exit_code, 0) << by_index.output;
+  EXPECT_TRUE(by_index.contains(line(3, ""))) << by_index.output;
 }
 
 TEST(Classify, ErrorsNameWhatIsWrong) {

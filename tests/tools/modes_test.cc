@@ -17,7 +17,6 @@
 
 #include "io/checkpoint_dir.h"
 #include "io/event_reader.h"
-#include "io/safetensors.h"
 #include "tools/tool_runner.h"
 
 namespace ic {
@@ -100,6 +99,133 @@ TEST(Modes, RestartedTrainAndEvalContinuesFromItsCheckpoint) {
             (std::set<std::string>{"accuracy", "accuracy@5", "loss"}));
 }
 
+// TensorFlow's format is the default; a model_dir may hold either format, and a run resumes
+// from whichever `checkpoint` names.
+TEST(Modes, ResumesAndEvaluatesFromEitherCheckpointFormat) {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  ToolOutput first =
+      run_tool("inception_v3", "--mode=train --train_steps=2 " + tiny_flags(dir.path()) +
+                                   " --checkpoint_format=safetensors");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_TRUE(fs::exists(dir.sub("model.ckpt-2.safetensors")));
+  EXPECT_FALSE(fs::exists(dir.sub("model.ckpt-2.index")));
+
+  ToolOutput second =
+      run_tool("inception_v3", "--mode=train --train_steps=4 " + tiny_flags(dir.path()));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_TRUE(second.contains("Restoring parameters from " + dir.sub("model.ckpt-2.safetensors") +
+                              " (global step 2)"))
+      << second.output;
+  EXPECT_TRUE(fs::exists(dir.sub("model.ckpt-4.index")));
+  EXPECT_TRUE(fs::exists(dir.sub("model.ckpt-4.data-00000-of-00001")));
+  EXPECT_FALSE(fs::exists(dir.sub("model.ckpt-4.safetensors")));
+
+  // The bundle evaluates exactly as the same tensors written as safetensors.
+  const std::string eval_flags = "--mode=eval --train_steps=4 --eval_timeout=0 ";
+  ToolOutput from_tf = run_tool("inception_v3", eval_flags + tiny_flags(dir.path()));
+  ASSERT_EQ(from_tf.exit_code, 0) << from_tf.output;
+  EXPECT_TRUE(from_tf.contains("Found new checkpoint at " + dir.sub("model.ckpt-4")))
+      << from_tf.output;
+  auto bundle = read_checkpoint(dir.sub("model.ckpt-4"));
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  std::vector<TensorView> views;
+  for (const TensorEntry& t : bundle->tensors) {
+    views.push_back({t.name, t.dtype, t.shape, t.bytes.data()});
+  }
+  ASSERT_TRUE(
+      save_checkpoint(dir.sub("copy"), 4, bundle->metadata, views, 5, CheckpointFormat::safetensors)
+          .ok());
+  ToolOutput from_safetensors = run_tool("inception_v3", eval_flags + tiny_flags(dir.sub("copy")));
+  ASSERT_EQ(from_safetensors.exit_code, 0) << from_safetensors.output;
+  EXPECT_GT(eval_loss(from_tf), 0) << from_tf.output;
+  EXPECT_DOUBLE_EQ(eval_loss(from_safetensors), eval_loss(from_tf)) << from_safetensors.output;
+
+  // Resuming from the bundle, writing safetensors again.
+  ToolOutput third =
+      run_tool("inception_v3", "--mode=train --train_steps=6 " + tiny_flags(dir.path()) +
+                                   " --checkpoint_format=safetensors");
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  EXPECT_TRUE(
+      third.contains("Restoring parameters from " + dir.sub("model.ckpt-4") + " (global step 4)"))
+      << third.output;
+  EXPECT_EQ(latest_step(dir.path()), 6);
+  EXPECT_TRUE(fs::exists(dir.sub("model.ckpt-6.safetensors")));
+}
+
+// --warm_start_from: a fresh run with another class count takes every variable whose shape
+// still fits from another run's checkpoint.
+TEST(Modes, WarmStartFromAnotherClassCountLoadsWhatFits) {
+  TempDir dir;
+  ASSERT_EQ(run_tool("inception_v3", "--mode=train --train_steps=2 " + tiny_flags(dir.sub("ten")))
+                .exit_code,
+            0);
+  const std::string twelve = tiny_flags(dir.sub("twelve")) + " --num_classes=12";
+  ToolOutput warm =
+      run_tool("inception_v3", "--mode=train --train_steps=2 " + twelve +
+                                   " --warm_start_from=" + dir.sub("ten/model.ckpt-2"));
+  ASSERT_EQ(warm.exit_code, 0) << warm.output;
+  EXPECT_TRUE(warm.contains("Warm-starting from " + dir.sub("ten/model.ckpt-2") + ": "))
+      << warm.output;
+  EXPECT_TRUE(warm.contains("  loaded InceptionV3/Conv2d_1a_3x3/weights\n")) << warm.output;
+  EXPECT_TRUE(warm.contains(
+      "  loaded InceptionV3/Mixed_7c/Branch_3/Conv2d_0b_1x1/BatchNorm/moving_variance\n"))
+      << warm.output;
+  EXPECT_TRUE(
+      warm.contains("  fresh  InceptionV3/Logits/Conv2d_1c_1x1/biases (the checkpoint's is "
+                    "float32 [10], the model's float32 [12])"))
+      << warm.output;
+  EXPECT_FALSE(warm.contains("Restoring parameters")) << warm.output;
+  // global_step starts at 0: two steps were trained, not none.
+  EXPECT_TRUE(warm.contains("step = 2, loss = ")) << warm.output;
+  EXPECT_EQ(latest_step(dir.sub("twelve")), 2);
+
+  // Once the run has its own checkpoint, it resumes from that instead.
+  ToolOutput again = run_tool("inception_v3", "--mode=train --train_steps=4 " + twelve +
+                                                  " --warm_start_from=" + dir.sub("ten"));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_TRUE(again.contains("Not warm-starting from " + dir.sub("ten"))) << again.output;
+  EXPECT_TRUE(again.contains("(global step 2)")) << again.output;
+
+  // A directory resolves to its latest checkpoint; a path with no checkpoint is an error.
+  ToolOutput from_dir =
+      run_tool("inception_v3", "--mode=train --train_steps=1 " + tiny_flags(dir.sub("eleven")) +
+                                   " --num_classes=11 --warm_start_from=" + dir.sub("ten"));
+  ASSERT_EQ(from_dir.exit_code, 0) << from_dir.output;
+  EXPECT_TRUE(from_dir.contains("Warm-starting from " + dir.sub("ten/model.ckpt-2") + ": "))
+      << from_dir.output;
+  ToolOutput missing =
+      run_tool("inception_v3", "--mode=train --train_steps=1 " + tiny_flags(dir.sub("none")) +
+                                   " --warm_start_from=" + dir.sub("nothing"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(missing.contains(dir.sub("nothing"))) << missing.output;
+}
+
+// A damaged checkpoint stops the run with the file and tensor named, never a silent restart.
+TEST(Modes, CorruptCheckpointIsRefusedNamingFileAndTensor) {
+  TempDir dir;
+  ASSERT_EQ(
+      run_tool("inception_v3", "--mode=train --train_steps=2 " + tiny_flags(dir.path())).exit_code,
+      0);
+  const std::string data = dir.sub("model.ckpt-2.data-00000-of-00001");
+  {
+    std::fstream f(data, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good());
+    f.seekg(1000);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x20);
+    f.seekp(1000);
+    f.write(&c, 1);
+  }
+  ToolOutput resumed =
+      run_tool("inception_v3", "--mode=train --train_steps=4 " + tiny_flags(dir.path()));
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.output;
+  EXPECT_TRUE(resumed.contains(data + ": tensor ")) << resumed.output;
+  EXPECT_TRUE(resumed.contains("CRC-32C mismatch")) << resumed.output;
+  EXPECT_EQ(latest_step(dir.path()), 2);  // nothing was overwritten
+}
+
 TEST(Modes, IncompatibleModelDirIsRefusedWithBothDescriptions) {
   TempDir dir;
   ASSERT_EQ(
@@ -152,7 +278,7 @@ void copy_checkpoint_zeroing(const std::string& model_dir, const std::string& ou
                              bool zero_raw_weights, bool zero_ema) {
   auto latest = latest_checkpoint(model_dir);
   ASSERT_TRUE(latest.ok() && latest->has_value());
-  auto file = read_safetensors(**latest);
+  auto file = read_checkpoint(**latest);
   ASSERT_TRUE(file.ok()) << file.status().message();
   std::vector<TensorView> views;
   for (TensorEntry& t : file->tensors) {

@@ -46,6 +46,7 @@ TEST(TrainFlags, InceptionV3DefaultsAreTheReferenceFlags) {
   EXPECT_TRUE(o->moving_average);
   EXPECT_FALSE(o->use_annotated_bbox);
   EXPECT_EQ(o->keep_checkpoint_max, 5);
+  EXPECT_EQ(o->checkpoint_format, "tf");  // TensorFlow's own checkpoints, as the reference
   EXPECT_DOUBLE_EQ(o->weight_decay, 4e-5);
 }
 
@@ -112,6 +113,8 @@ TEST(TrainFlags, BadValuesAreRefusedWithTheAllowedValues) {
       {{"--optimizer=adam"}, "(allowed: sgd, momentum, RMS)"},
       {{"--precision=fp16"}, "(allowed: float32, bfloat16)"},
       {{"--preprocessing=resnet"}, "(allowed: inception, vgg)"},
+      {{"--checkpoint_format=ckpt"},
+       "bad value 'ckpt' for --checkpoint_format (allowed: tf, safetensors)"},
       {{"--train_batch_size=0"}, "--train_batch_size (allowed: 1 or more)"},
       {{"--iterations=-5"}, "--iterations (allowed: 1 or more)"},
       {{"--use_tpu=maybe"}, "bad value 'maybe' for --use_tpu: expected true or false"},
@@ -147,10 +150,10 @@ TEST(TrainFlags, HelpListsEveryFlagWithItsModelDefault) {
   EXPECT_TRUE(help);
   ASSERT_TRUE(set_model_defaults("inception_v4").ok());
   const std::string text = flags_help("inception_v4", training_flag_files());
-  for (const char* flag :
-       {"--tpu ", "--data_dir ", "--train_batch_size (int32) [256]",
-        "--learning_rate (double) [0.15]", "--cold_learning_rate", "--per_host_input_for_training",
-        "--depth_multiplier", "--num_threads", "--keep_checkpoint_max", "--export_dir"}) {
+  for (const char* flag : {"--tpu ", "--data_dir ", "--train_batch_size (int32) [256]",
+                           "--learning_rate (double) [0.15]", "--cold_learning_rate",
+                           "--per_host_input_for_training", "--depth_multiplier", "--num_threads",
+                           "--keep_checkpoint_max", "--checkpoint_format", "--export_dir"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
   EXPECT_EQ(text.find("--flagfile"), std::string::npos);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -17,8 +18,8 @@
 namespace ic {
 namespace {
 
-// conv 3x3x3x8 (decayed) + BN beta + moving stats, global pool, dense 8->5 (+ biases).
-Graph small_graph() {
+// conv 3x3x3x8 (decayed) + BN beta + moving stats, global pool, dense 8->classes (+ biases).
+Graph small_graph(int64_t classes = 5) {
   GraphBuilder b(true);
   ValueId x = b.images(Shape{2, 8, 8, 3});
   GraphBuilder::ConvOptions conv;
@@ -27,7 +28,7 @@ Graph small_graph() {
   x = b.conv2d(x, conv, "Net/Conv");
   x = b.batch_norm(x, GraphBuilder::BatchNormOptions{}, "Net/Conv");
   x = b.global_avg_pool(x, "Net/Pool");
-  x = b.dense(x, 5, ParamInit{ParamInit::Kind::truncated_normal, 0.01f}, "Net/Logits");
+  x = b.dense(x, classes, ParamInit{ParamInit::Kind::truncated_normal, 0.01f}, "Net/Logits");
   return b.finish();
 }
 
@@ -78,7 +79,7 @@ TEST(ModelState, RestoresWhatItSaved) {
   (*a)->global_step = 1234;
   // Distinguish the arenas: EMA shadows = 2 * weights.
   std::vector<TensorView> views = (*a)->checkpoint_tensors();
-  SafetensorsFile file;
+  CheckpointContents file;
   for (const TensorView& v : views) {
     TensorEntry e{v.name, v.dtype, v.shape,
                   std::string(static_cast<const char*>(v.data),
@@ -128,6 +129,76 @@ TEST(ModelState, RestoresWhatItSaved) {
   Status missing = (*b)->restore_for_training(file, "mem.safetensors", &notes);
   EXPECT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find("mem.safetensors: checkpoint has no tensor"), std::string::npos);
+}
+
+// Every tensor of a state's checkpoint, copied.
+CheckpointContents contents_of(ModelState& state) {
+  CheckpointContents file;
+  for (const TensorView& v : state.checkpoint_tensors()) {
+    file.tensors.push_back(
+        TensorEntry{v.name, v.dtype, v.shape,
+                    std::string(static_cast<const char*>(v.data),
+                                static_cast<size_t>(v.shape.numel()) * dtype_size(v.dtype))});
+  }
+  return file;
+}
+
+TEST(ModelState, WarmStartLoadsWhatMatchesAndKeepsTheRestFresh) {
+  auto backend = make_backend(BackendOptions{});
+  ASSERT_TRUE(backend.ok());
+  Graph five = small_graph(5), seven = small_graph(7);
+  auto source = ModelState::create(**backend, five, OptimizerKind::rmsprop, true, true);
+  ASSERT_TRUE(source.ok() && (*source)->initialize(1).ok());
+  (*source)->global_step = 99;
+  CheckpointContents file = contents_of(**source);
+  // Moving statistics that differ from a fresh start (mean 0, variance 1).
+  for (TensorEntry& e : file.tensors) {
+    if (e.name.find("moving_") != std::string::npos) {
+      float* f = reinterpret_cast<float*>(e.bytes.data());
+      for (int64_t i = 0; i < e.shape.numel(); ++i) f[i] = 0.5f + static_cast<float>(i);
+    }
+  }
+
+  auto fresh = ModelState::create(**backend, seven, OptimizerKind::rmsprop, true, true);
+  ASSERT_TRUE(fresh.ok() && (*fresh)->initialize(2).ok());
+  const CheckpointContents fresh_values = contents_of(**fresh);
+  auto warm = ModelState::create(**backend, seven, OptimizerKind::rmsprop, true, true);
+  ASSERT_TRUE(warm.ok() && (*warm)->initialize(2).ok());
+  std::vector<std::string> loaded, skipped;
+  Status s = (*warm)->warm_start(file, "src", &loaded, &skipped);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(loaded, (std::vector<std::string>{"Net/Conv/weights", "Net/Conv/BatchNorm/beta",
+                                              "Net/Conv/BatchNorm/moving_mean",
+                                              "Net/Conv/BatchNorm/moving_variance"}));
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped[0],
+            "Net/Logits/weights (the checkpoint's is float32 [8,5], the model's float32 [8,7])");
+  EXPECT_EQ((*warm)->global_step, 0);
+
+  const CheckpointContents after = contents_of(**warm);
+  for (const TensorEntry& t : after.tensors) {
+    const bool ema = t.name.find("/ExponentialMovingAverage") != std::string::npos;
+    const std::string var =
+        ema ? t.name.substr(0, t.name.find("/ExponentialMovingAverage")) : t.name;
+    const bool was_loaded = std::find(loaded.begin(), loaded.end(), var) != loaded.end();
+    const bool slot = t.name.find("/RMSProp") != std::string::npos || t.name == "global_step";
+    // Loaded variables and their shadows hold the checkpoint's values; everything else
+    // (the new logits, optimizer slots, global_step) what a fresh start with the seed holds.
+    const std::string& expected =
+        was_loaded && !slot ? file.find(var)->bytes : fresh_values.find(t.name)->bytes;
+    EXPECT_EQ(t.bytes, expected) << t.name;
+  }
+
+  // A checkpoint of something else entirely is an error, not a silent fresh start.
+  CheckpointContents unrelated;
+  unrelated.tensors.push_back(
+      TensorEntry{"Other/weights", DType::f32, Shape{1}, std::string(4, '\0')});
+  loaded.clear();
+  skipped.clear();
+  Status none = (*warm)->warm_start(unrelated, "other.safetensors", &loaded, &skipped);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.message().find("other.safetensors: no variable of this model"), std::string::npos)
+      << none.message();
 }
 
 TEST(ModelState, IncompatibleMetadataNamesBothModels) {

@@ -1,0 +1,90 @@
+// inspect_checkpoint: lists a checkpoint's metadata and tensors (name, dtype, shape), in
+// either format, as TensorFlow's inspect_checkpoint tool lists a bundle; optionally writes
+// the same tensors and metadata in the other format (a lossless conversion).
+//   inspect_checkpoint --file_name=model_dir/model.ckpt-1200
+//   inspect_checkpoint --file_name=m/model.ckpt-1200 --write_safetensors=/tmp/copy.safetensors
+//   inspect_checkpoint --file_name=m/model.ckpt-1200.safetensors
+//   --write_bundle=/tmp/model.ckpt-1200
+#include <gflags/gflags.h>
+
+#include <iostream>
+
+#include "io/checkpoint_dir.h"
+#include "io/safetensors.h"
+#include "io/tensor_bundle.h"
+#include "train/flag_parser.h"
+
+DEFINE_string(file_name, "",
+              "The checkpoint: a prefix (model.ckpt-N), its .index, or a .safetensors file");
+DEFINE_string(model_dir, "", "Inspect the latest checkpoint of this directory instead");
+DEFINE_string(write_safetensors, "", "Also write the checkpoint as this safetensors file");
+DEFINE_string(write_bundle, "", "Also write the checkpoint as a TensorFlow bundle at this prefix");
+
+namespace {
+
+int inspect_main(int argc, char** argv) {
+  using namespace ic;
+  static const std::vector<std::string> kFlagFiles = {"inspect_checkpoint.cc"};
+  Result<ParsedCommandLine> parsed = parse_command_line(argc, argv, kFlagFiles);
+  if (!parsed.ok()) {
+    std::cerr << "inspect_checkpoint: " << parsed.status().message() << std::endl;
+    return 2;
+  }
+  if (parsed->help) {
+    std::cout << flags_help("inspect_checkpoint", kFlagFiles);
+    return 0;
+  }
+  std::string path = FLAGS_file_name;
+  if (path.empty() && !FLAGS_model_dir.empty()) {
+    Result<std::optional<std::string>> latest = latest_checkpoint(FLAGS_model_dir);
+    if (!latest.ok()) {
+      std::cerr << "inspect_checkpoint: " << latest.status().message() << std::endl;
+      return 1;
+    }
+    if (!latest->has_value()) {
+      std::cerr << "inspect_checkpoint: no checkpoint in " << FLAGS_model_dir << std::endl;
+      return 1;
+    }
+    path = **latest;
+  }
+  if (path.empty() || !parsed->positional.empty()) {
+    std::cerr << "inspect_checkpoint: give --file_name or --model_dir (--help lists the flags)"
+              << std::endl;
+    return 2;
+  }
+  Result<CheckpointContents> contents = read_checkpoint(path);
+  if (!contents.ok()) {
+    std::cerr << "inspect_checkpoint: " << contents.status().message() << std::endl;
+    return 1;
+  }
+  std::cout << "checkpoint: " << path << "\n";
+  for (const auto& [key, value] : contents->metadata) {
+    std::cout << "metadata " << key << ": " << value << "\n";
+  }
+  for (const TensorEntry& t : contents->tensors) {
+    std::cout << t.name << " " << dtype_name(t.dtype) << " " << t.shape.str() << "\n";
+  }
+  std::vector<TensorView> views;
+  for (const TensorEntry& t : contents->tensors) {
+    views.push_back({t.name, t.dtype, t.shape, t.bytes.data()});
+  }
+  if (!FLAGS_write_safetensors.empty()) {
+    const Status written = write_safetensors(FLAGS_write_safetensors, contents->metadata, views);
+    if (!written.ok()) {
+      std::cerr << "inspect_checkpoint: " << written.message() << std::endl;
+      return 1;
+    }
+  }
+  if (!FLAGS_write_bundle.empty()) {
+    const Status written = write_tensor_bundle(FLAGS_write_bundle, contents->metadata, views);
+    if (!written.ok()) {
+      std::cerr << "inspect_checkpoint: " << written.message() << std::endl;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return inspect_main(argc, argv); }
