@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "core/status.h"
+#include "data/image_codec.h"
 
 namespace ic {
 
@@ -22,6 +23,8 @@ struct ClassifyOptions {
   std::string checkpoint;  // a model.ckpt-N.safetensors file
   std::vector<std::string> inputs;
   int top_k = 5;
+  // Images whose header claims more pixels are refused before decoding.
+  int64_t max_image_pixels = kDefaultMaxImagePixels;
 };
 
 struct ClassifyResult {
