@@ -303,8 +303,8 @@ bool InputPipeline::State::process(const WorkItem& item, PreprocessScratch* scra
     std::lock_guard<std::mutex> lock(mu);
     if (fatal.ok()) {
       fatal = ic::error(item.source, ": record at byte ", item.offset,
-                        example->filename.empty() ? "" : " (" + example->filename + ")",
-                        ": label ", example->label, " is outside [0, ", options.num_classes,
+                        example->filename.empty() ? "" : " (" + example->filename + ")", ": label ",
+                        example->label, " is outside [0, ", options.num_classes,
                         ") for --num_classes=", options.num_classes,
                         example->label == -1 ? " (-1: the record has no image/class/label)" : "");
       cv.notify_all();

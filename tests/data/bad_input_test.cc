@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "data/example.h"
+#include "data/fake_imagenet.h"
 #include "data/image_codec.h"
 #include "data/imagenet_converter.h"
 #include "data/input_pipeline.h"
@@ -323,6 +324,19 @@ TEST(ConverterTree, SymlinkLoopsAreErrorsNotExceptions) {
     EXPECT_NE(again.status().message().find("validation"), std::string::npos)
         << again.status().message();
   }
+}
+
+TEST(HugeImages, FakeImageNetRefusesSizesTheReadersWouldRefuse) {
+  TempTree dir;
+  FakeImageNetOptions options;
+  options.output_dir = dir.path();
+  options.num_train_images = 1;
+  options.num_validation_images = 1;
+  options.train_shards = options.validation_shards = 1;
+  options.image_size = 70000;  // 14.7 GB of pixels per image
+  const Status status = make_fake_imagenet(options);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("70000x70000"), std::string::npos) << status.message();
 }
 
 // ---- memory -----------------------------------------------------------------------------------
