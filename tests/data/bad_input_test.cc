@@ -265,6 +265,28 @@ TEST(HugeImages, CropSamplingOfAHugeImageDoesNotOverflow) {
   }
 }
 
+// With the limit off, the whole preprocessing arithmetic runs on the 60000x60000 claim: no
+// signed overflow on the way (UBSan). (libjpeg fills the scan data missing after the small
+// image's with grey and only warns, so the result may be "ok": the limit is what refuses it.)
+TEST(HugeImages, WithTheLimitOffPreprocessingArithmeticDoesNotOverflow) {
+  for (const bool training : {true, false}) {
+    PreprocessOptions options;
+    options.training = training;
+    options.height = options.width = 16;
+    options.max_pixels = 0;
+    Rng rng(2);
+    PreprocessScratch scratch;
+    std::vector<float> out(16 * 16 * 3);
+    PreprocessTrace trace;
+    const Status status = preprocess_image(jpeg_claiming(60000, 60000), {}, options, rng, &scratch,
+                                           out.data(), &trace);
+    if (status.ok()) {
+      EXPECT_GT(int64_t{trace.crop.height} * trace.crop.width, 0);
+      EXPECT_EQ(trace.scale_denom, 8);  // decoded at 1/8: 7500x7500 at most, not 60000x60000
+    }
+  }
+}
+
 TEST(HugeImages, TrainingCountsThemAsUndecodableAndGoesOn) {
   TempTree dir;
   // Two bad of eight with batches of four: no batch is all bad (that is an error of its own).
