@@ -201,7 +201,45 @@ TEST(HostileInput, DirectoriesAndSymlinkLoopsAmongInputsAreErrors) {
   EXPECT_TRUE(converted.contains("raw2/train/loop")) << converted.output;
 }
 
-// A tiny trained checkpoint, then a copy of it with one change made by `edit`.
+TEST(HostileInput, TheConverterSkipsAndReportsImagesClaimingHugeDimensions) {
+  TempDir dir;
+  ToolOutput raw_made =
+      run_tool("make_fake_imagenet", "--raw_layout --output_dir=" + dir.sub("raw") +
+                                         " --num_train_images=4 "
+                                         "--num_validation_images=2 "
+                                         "--num_classes=2 --num_threads=1");
+  ASSERT_EQ(raw_made.exit_code, 0) << raw_made.output;
+  // The first training JPEG's frame header now claims 60000x60000 pixels.
+  std::string victim;
+  for (const auto& entry : fs::recursive_directory_iterator(dir.sub("raw/train"))) {
+    if (entry.is_regular_file()) victim = entry.path().string();
+    if (!victim.empty()) break;
+  }
+  ASSERT_FALSE(victim.empty());
+  std::string bytes;
+  {
+    std::ifstream in(victim, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t sof = bytes.find("\xFF\xC0");
+  ASSERT_NE(sof, std::string::npos);
+  for (size_t at : {sof + 5, sof + 7}) {
+    bytes[at] = static_cast<char>(60000 >> 8);
+    bytes[at + 1] = static_cast<char>(60000 & 0xff);
+  }
+  std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes;
+  ToolOutput converted =
+      run_bounded("imagenet_to_tfrecord", "--raw_data_dir=" + dir.sub("raw") +
+                                              " --local_scratch_dir=" + dir.sub("out") +
+                                              " --train_shards=1 --validation_shards=1");
+  EXPECT_EQ(converted.exit_code, 0) << converted.output;
+  EXPECT_TRUE(converted.contains(victim)) << converted.output;
+  EXPECT_TRUE(converted.contains("60000x60000")) << converted.output;
+  EXPECT_TRUE(converted.contains("train: 4 images, 1 shards (0 resumed): 3 written"))
+      << converted.output;
+}
+
+// A tiny trained checkpoint.
 std::string trained_checkpoint(const TempDir& dir) {
   ToolOutput trained = run_bounded(
       "inception_v3", "--mode=train --train_steps=2 --use_data=fake " + tiny("", dir.sub("model")));
