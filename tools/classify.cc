@@ -6,11 +6,14 @@
 
 #include <gflags/gflags.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "backend/backend.h"
+#include "core/main_guard.h"
 #include "core/openmp_env.h"
 #include "train/flag_parser.h"
 #include "train/npy.h"
@@ -24,6 +27,8 @@ DEFINE_string(logits_out, "", "Write the raw logits [images, classes] to this .n
 DEFINE_int32(top_k, 5, "Classes printed per input");
 DEFINE_string(device, "cpu", "cpu or cuda:N");
 DEFINE_int32(num_threads, 0, "CPU compute threads; 0 = all cores");
+DEFINE_int64(max_image_pixels, 100000000,
+             "Images whose header claims more pixels are refused before decoding");
 
 namespace {
 
@@ -40,8 +45,29 @@ int classify_main(int argc, char** argv) {
               << "\nArguments: image files (JPEG/PNG) or preprocessed float32 .npy arrays\n";
     return 0;
   }
+  if (FLAGS_top_k < 1) {
+    std::cerr << "classify: bad value " << FLAGS_top_k << " for --top_k (allowed: 1 or more)"
+              << std::endl;
+    return 2;
+  }
+  if (FLAGS_max_image_pixels < 1) {
+    std::cerr << "classify: bad value " << FLAGS_max_image_pixels
+              << " for --max_image_pixels (allowed: 1 or more)" << std::endl;
+    return 2;
+  }
+  if (FLAGS_num_threads < 0) {
+    std::cerr << "classify: bad value " << FLAGS_num_threads
+              << " for --num_threads (allowed: 0 = all cores, or more)" << std::endl;
+    return 2;
+  }
   BackendOptions b;
   b.num_threads = FLAGS_num_threads;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (b.num_threads > cores) {
+    std::cerr << "classify: --num_threads=" << b.num_threads << " is more than the " << cores
+              << " cores of this machine; using " << cores << std::endl;
+    b.num_threads = cores;
+  }
   if (FLAGS_device.rfind("cuda", 0) == 0) {
     b.kind = DeviceKind::cuda;
     b.device_index = FLAGS_device.size() > 5 ? std::atoi(FLAGS_device.c_str() + 5) : 0;
@@ -64,7 +90,8 @@ int classify_main(int argc, char** argv) {
     std::cerr << "classify: " << backend.status().message() << std::endl;
     return 1;
   }
-  ClassifyOptions options{FLAGS_model_dir, FLAGS_checkpoint, parsed->positional, FLAGS_top_k};
+  ClassifyOptions options{FLAGS_model_dir, FLAGS_checkpoint, parsed->positional, FLAGS_top_k,
+                          FLAGS_max_image_pixels};
   Result<ClassifyResult> result = classify(options, **backend);
   if (!result.ok()) {
     std::cerr << "classify: " << result.status().message() << std::endl;
@@ -99,5 +126,5 @@ int classify_main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   ic::use_short_openmp_spin(argv);
-  return classify_main(argc, argv);
+  return ic::run_guarded("classify", [&] { return classify_main(argc, argv); });
 }

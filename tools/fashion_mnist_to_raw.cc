@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "core/main_guard.h"
 #include "data/fashion_mnist.h"
 
 DEFINE_string(input_dir, "/usr/share/datasets/fashion-mnist",
@@ -18,7 +19,9 @@ DEFINE_int64(max_train_images, 0, "Write at most this many training images (0 = 
 DEFINE_int64(max_validation_images, 0, "At most this many validation images (0 = all 10000)");
 DEFINE_int32(jpeg_quality, 95, "JPEG quality, 1..100");
 
-int main(int argc, char** argv) {
+namespace {
+
+int tool_main(int argc, char** argv) {
   gflags::SetUsageMessage("fashion_mnist_to_raw --output_dir=DIR [--input_dir=IDX_DIR]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc > 1) {
@@ -44,4 +47,10 @@ int main(int argc, char** argv) {
               static_cast<long long>(summary->train_images),
               static_cast<long long>(summary->validation_images), o.output_dir.c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ic::run_guarded("fashion_mnist_to_raw", [&] { return tool_main(argc, argv); });
 }

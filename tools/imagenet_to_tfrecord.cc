@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/main_guard.h"
 #include "data/imagenet_converter.h"
 
 DEFINE_string(raw_data_dir, "", "Directory holding train/, validation/ and synset_labels.txt");
@@ -17,9 +18,13 @@ DEFINE_int32(validation_shards, 128, "Number of validation shards");
 DEFINE_int32(num_threads, 0, "Shards converted in parallel (0 = one per CPU core)");
 DEFINE_bool(resume, false, "Keep shards an earlier, interrupted run completed");
 DEFINE_uint64(shuffle_seed, 0, "Seed of the training-list shuffle (std::mt19937_64)");
+DEFINE_int64(max_image_pixels, 100000000,
+             "Images whose header claims more pixels are skipped (reported), never decoded");
 DEFINE_bool(reencode_grayscale, true, "Re-encode grayscale JPEGs as RGB (TensorFlow keeps them)");
 
-int main(int argc, char** argv) {
+namespace {
+
+int tool_main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "imagenet_to_tfrecord --raw_data_dir=RAW --local_scratch_dir=OUT "
       "[--train_shards=1024] [--validation_shards=128] [--num_threads=N] [--resume]");
@@ -31,6 +36,15 @@ int main(int argc, char** argv) {
   if (FLAGS_raw_data_dir.empty() || FLAGS_local_scratch_dir.empty()) {
     std::fprintf(stderr,
                  "imagenet_to_tfrecord: --raw_data_dir and --local_scratch_dir are required\n");
+    return 2;
+  }
+  if (FLAGS_max_image_pixels < 1) {
+    std::fprintf(stderr, "imagenet_to_tfrecord: --max_image_pixels must be >= 1\n");
+    return 2;
+  }
+  if (FLAGS_train_shards < 1 || FLAGS_validation_shards < 1) {
+    std::fprintf(stderr,
+                 "imagenet_to_tfrecord: --train_shards and --validation_shards must be >= 1\n");
     return 2;
   }
   if (FLAGS_num_threads < 0) {
@@ -48,6 +62,7 @@ int main(int argc, char** argv) {
   options.resume = FLAGS_resume;
   options.shuffle_seed = FLAGS_shuffle_seed;
   options.reencode_grayscale = FLAGS_reencode_grayscale;
+  options.max_image_pixels = FLAGS_max_image_pixels;
   options.log = [](const std::string& line) {
     std::fprintf(stderr, "imagenet_to_tfrecord: %s\n", line.c_str());
   };
@@ -65,4 +80,10 @@ int main(int argc, char** argv) {
               static_cast<long long>(written), summary->seconds,
               summary->seconds > 0 ? written / summary->seconds : 0.0);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ic::run_guarded("imagenet_to_tfrecord", [&] { return tool_main(argc, argv); });
 }

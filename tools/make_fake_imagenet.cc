@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/main_guard.h"
 #include "data/fake_imagenet.h"
 
 DEFINE_string(output_dir, "", "Directory for the shards (or the raw tree with --raw_layout)");
@@ -24,7 +25,9 @@ DEFINE_bool(raw_layout, false,
             "Write train/<synset>/*.JPEG, validation/*.JPEG and synset_labels.txt (the input "
             "of imagenet_to_tfrecord) instead of TFRecord shards");
 
-int main(int argc, char** argv) {
+namespace {
+
+int tool_main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "make_fake_imagenet --output_dir=DIR --num_train_images=N --num_validation_images=M "
       "--train_shards=K --validation_shards=L --image_size=S --num_classes=C");
@@ -57,4 +60,10 @@ int main(int argc, char** argv) {
                static_cast<long long>(o.num_train_images),
                static_cast<long long>(o.num_validation_images), o.output_dir.c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ic::run_guarded("make_fake_imagenet", [&] { return tool_main(argc, argv); });
 }

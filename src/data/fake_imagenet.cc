@@ -165,6 +165,13 @@ Status make_fake_imagenet(const FakeImageNetOptions& o) {
   if (o.image_size < 1 || o.image_width < 0) {
     return error("--image_size must be at least 1, got ", o.image_size);
   }
+  // Fake images are made whole in memory, one per writing thread: keep them decodable by the
+  // readers' default --max_image_pixels.
+  const int64_t fake_width = o.image_width > 0 ? o.image_width : o.image_size;
+  if (int64_t{o.image_size} * fake_width > kDefaultMaxImagePixels) {
+    return error("--image_size/--image_width of ", o.image_size, "x", fake_width,
+                 " is more pixels than the readers accept (", kDefaultMaxImagePixels, ")");
+  }
   if (o.train_shards < 1 || o.validation_shards < 1) {
     return error("--train_shards and --validation_shards must be at least 1");
   }

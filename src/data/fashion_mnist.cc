@@ -65,7 +65,8 @@ Result<GzFile> open_gz(const std::string& path) {
 Result<std::string> find_idx(const std::string& dir, const std::string& name) {
   for (const std::string& candidate : {name, name + ".gz"}) {
     const fs::path p = fs::path(dir) / candidate;
-    if (fs::exists(p)) return p.string();
+    std::error_code ec;  // a symlink loop: not found, no exception
+    if (fs::exists(p, ec)) return p.string();
   }
   return error(dir, ": neither ", name, " nor ", name,
                ".gz found (install Debian's dataset-fashion-mnist)");

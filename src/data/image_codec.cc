@@ -190,6 +190,45 @@ Result<JpegHeader> read_jpeg_header(std::string_view bytes) {
   return header;
 }
 
+Result<ImageDimensions> read_image_dimensions(std::string_view bytes) {
+  switch (sniff_image_format(bytes)) {
+    case ImageFormat::jpeg: {
+      IC_ASSIGN_OR_RETURN(const JpegHeader header, read_jpeg_header(bytes));
+      return ImageDimensions{header.height, header.width};
+    }
+    case ImageFormat::png: {
+      // Signature (8) | chunk length (4) | "IHDR" | width (4, big-endian) | height (4) | ...
+      if (bytes.size() < 24 || bytes.substr(12, 4) != "IHDR") {
+        return error("PNG has no IHDR header chunk (", bytes.size(), " bytes)");
+      }
+      auto be32 = [&](size_t at) {
+        uint32_t v = 0;
+        for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(bytes[at + i]);
+        return v;
+      };
+      const uint32_t width = be32(16), height = be32(20);
+      // The PNG specification limits both to 2^31 - 1, so they fit an int.
+      if (width == 0 || height == 0 || width > 0x7fffffffu || height > 0x7fffffffu) {
+        return error("PNG header claims an invalid size ", width, "x", height);
+      }
+      return ImageDimensions{static_cast<int>(height), static_cast<int>(width)};
+    }
+    case ImageFormat::unknown: break;
+  }
+  return error("image is neither JPEG nor PNG (", bytes.size(), " bytes)");
+}
+
+Status check_image_pixels(std::string_view bytes, int64_t max_pixels) {
+  if (max_pixels <= 0) return Status();
+  IC_ASSIGN_OR_RETURN(const ImageDimensions size, read_image_dimensions(bytes));
+  if (size.pixels() > max_pixels) {
+    return error("image header claims ", size.width, "x", size.height, " = ", size.pixels(),
+                 " pixels, more than the limit of ", max_pixels,
+                 " (--max_image_pixels); not decoded");
+  }
+  return Status();
+}
+
 Status decode_image_into(std::string_view bytes, int scale_denom, RgbImage* out) {
   switch (sniff_image_format(bytes)) {
     case ImageFormat::jpeg: return decode_jpeg_into(bytes, scale_denom, out);

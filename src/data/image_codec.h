@@ -41,6 +41,22 @@ struct JpegHeader {
 // Reads the frame header only (cheap: no entropy decoding).
 Result<JpegHeader> read_jpeg_header(std::string_view bytes);
 
+// An image's size from its header alone (JPEG frame header, PNG IHDR chunk): no pixel data is
+// decoded, so it is cheap whatever the image claims.
+struct ImageDimensions {
+  int height = 0, width = 0;
+  int64_t pixels() const { return int64_t{height} * width; }
+};
+Result<ImageDimensions> read_image_dimensions(std::string_view bytes);
+
+// The default of --max_image_pixels: 10000x10000, a 300 MB RGB decode per thread.
+constexpr int64_t kDefaultMaxImagePixels = 100000000;
+
+// An error naming the dimensions when the header claims more than max_pixels pixels (decoding
+// such an image would take height x width x 3 bytes and more); max_pixels <= 0 = no limit.
+// Checked BEFORE decoding by every caller that decodes untrusted bytes.
+Status check_image_pixels(std::string_view bytes, int64_t max_pixels);
+
 // The JPEG scale denominators TurboJPEG can decode at (1/1, 1/2, 1/4, 1/8 are used here).
 // Decoding at 1/d costs roughly 1/d^2 of the IDCT work; the scaled size is ceil(size / d).
 inline int jpeg_scaled_size(int size, int scale_denom) {

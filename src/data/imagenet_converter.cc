@@ -35,12 +35,17 @@ bool is_image_name(const fs::path& p) {
 }
 
 // Sorted image files directly inside `dir`.
+// Every filesystem call below takes an error_code: a symlink loop or an unreadable entry in the
+// raw tree must be an error naming it, not an exception.
 Result<std::vector<std::string>> list_images(const fs::path& dir) {
   std::vector<std::string> out;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.is_regular_file() && is_image_name(entry.path()))
-      out.push_back(entry.path().string());
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!is_image_name(it->path())) continue;
+    std::error_code stat_error;
+    const bool regular = it->is_regular_file(stat_error);
+    if (stat_error) return error(it->path().string(), ": cannot read: ", stat_error.message());
+    if (regular) out.push_back(it->path().string());
   }
   if (ec) return error(dir.string(), ": cannot list: ", ec.message());
   std::sort(out.begin(), out.end());
@@ -50,8 +55,11 @@ Result<std::vector<std::string>> list_images(const fs::path& dir) {
 Result<std::vector<std::string>> list_subdirs(const fs::path& dir) {
   std::vector<std::string> out;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.is_directory()) out.push_back(entry.path().filename().string());
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code stat_error;
+    const bool directory = it->is_directory(stat_error);
+    if (stat_error) return error(it->path().string(), ": cannot read: ", stat_error.message());
+    if (directory) out.push_back(it->path().filename().string());
   }
   if (ec) return error(dir.string(), ": cannot list: ", ec.message());
   std::sort(out.begin(), out.end());
@@ -74,9 +82,16 @@ Result<std::string> read_whole_file(const std::string& path) {
 Result<std::vector<RawImage>> list_validation(const fs::path& raw) {
   const fs::path dir = raw / "validation";
   std::vector<RawImage> out;
-  if (!fs::is_directory(dir)) return out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      return error(dir.string(), ": cannot read: ", ec.message());
+    }
+    return out;
+  }
   const fs::path labels_path = raw / "synset_labels.txt";
-  if (!fs::exists(labels_path)) {
+  if (!fs::exists(labels_path, ec)) {
+    if (ec) return error(labels_path.string(), ": cannot read: ", ec.message());
     IC_ASSIGN_OR_RETURN(auto synsets, list_subdirs(dir));
     for (const auto& synset : synsets) {
       IC_ASSIGN_OR_RETURN(auto files, list_images(dir / synset));
@@ -135,7 +150,12 @@ Result<RawImageNet> list_raw_imagenet(const std::string& raw_data_dir, uint64_t 
   const fs::path raw(raw_data_dir);
   RawImageNet out;
   const fs::path train_dir = raw / "train";
-  if (fs::is_directory(train_dir)) {
+  std::error_code ec;
+  const bool has_train = fs::is_directory(train_dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return error(train_dir.string(), ": cannot read: ", ec.message());
+  }
+  if (has_train) {
     IC_ASSIGN_OR_RETURN(auto synsets, list_subdirs(train_dir));
     for (const auto& synset : synsets) {
       IC_ASSIGN_OR_RETURN(auto files, list_images(train_dir / synset));
@@ -161,12 +181,14 @@ Result<RawImageNet> list_raw_imagenet(const std::string& raw_data_dir, uint64_t 
   return out;
 }
 
-Result<PreparedImage> prepare_image(std::string_view bytes, bool reencode_grayscale) {
+Result<PreparedImage> prepare_image(std::string_view bytes, bool reencode_grayscale,
+                                    int64_t max_pixels) {
   PreparedImage out;
   const ImageFormat format = sniff_image_format(bytes);
   if (format == ImageFormat::unknown) {
     return error("neither JPEG nor PNG data (", bytes.size(), " bytes)");
   }
+  IC_RETURN_IF_ERROR(check_image_pixels(bytes, max_pixels));
   if (format == ImageFormat::jpeg) {
     IC_ASSIGN_OR_RETURN(const JpegHeader header, read_jpeg_header(bytes));
     if (!header.is_cmyk && !(reencode_grayscale && header.components == 1)) {
@@ -205,10 +227,12 @@ Status write_shards(const std::string& output_dir, std::vector<ShardJob>& jobs, 
   std::set<std::string> names;
   for (const auto& job : jobs) names.insert(job.name);
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(output_dir, ec)) {
-    const std::string file = entry.path().filename().string();
+  for (fs::directory_iterator it(output_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
     const size_t tmp = file.find(".tmp-");
-    if (tmp != std::string::npos && names.count(file.substr(0, tmp))) fs::remove(entry.path(), ec);
+    std::error_code ignored;
+    if (tmp != std::string::npos && names.count(file.substr(0, tmp)))
+      fs::remove(it->path(), ignored);
   }
   const std::string suffix = ".tmp-" + std::to_string(getpid());
   std::atomic<size_t> next{0};
@@ -293,7 +317,8 @@ Result<ConversionSummary> convert_imagenet(const ConverterOptions& options) {
     for (int shard = 0; shard < split.shards; ++shard) {
       std::string name = shard_name(split.summary->split, shard, split.shards);
       const ShardRange range = shard_range(split.images->size(), split.shards, shard);
-      if (options.resume && fs::exists(fs::path(options.output_dir) / name)) {
+      std::error_code exists_error;
+      if (options.resume && fs::exists(fs::path(options.output_dir) / name, exists_error)) {
         ++split.summary->shards_resumed;
         continue;
       }
@@ -321,7 +346,8 @@ Result<ConversionSummary> convert_imagenet(const ConverterOptions& options) {
                         const RawImage& image = (*p.split->images)[k];
                         Result<PreparedImage> prepared = [&]() -> Result<PreparedImage> {
                           IC_ASSIGN_OR_RETURN(std::string bytes, read_whole_file(image.path));
-                          return prepare_image(bytes, options.reencode_grayscale);
+                          return prepare_image(bytes, options.reencode_grayscale,
+                                               options.max_image_pixels);
                         }();
                         if (!prepared.ok()) {
                           std::string report = image.path + ": " + prepared.status().message();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "data/image_codec.h"
 
 namespace ic {
 
@@ -55,7 +56,9 @@ struct PreparedImage {
 // CMYK/YCCK JPEGs and (if reencode_grayscale) grayscale JPEGs are decoded and re-encoded as
 // RGB JPEG quality 100; any other JPEG is stored unchanged. Every image is decoded once,
 // which also rejects broken files. An error says why the image is unusable.
-Result<PreparedImage> prepare_image(std::string_view bytes, bool reencode_grayscale = true);
+// An image whose header claims more than max_pixels pixels is refused before any decoding.
+Result<PreparedImage> prepare_image(std::string_view bytes, bool reencode_grayscale = true,
+                                    int64_t max_pixels = kDefaultMaxImagePixels);
 
 struct ConverterOptions {
   std::string raw_data_dir;
@@ -66,6 +69,7 @@ struct ConverterOptions {
   bool resume = false;  // keep shards that already exist complete
   uint64_t shuffle_seed = 0;
   bool reencode_grayscale = true;
+  int64_t max_image_pixels = kDefaultMaxImagePixels;  // larger images are skipped, reported
   // Receives progress lines and per-image skip reports; null means quiet.
   std::function<void(const std::string&)> log;
 };

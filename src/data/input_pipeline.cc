@@ -11,6 +11,7 @@
 
 #include "data/example.h"
 #include "data/record_stream.h"
+#include "io/tfrecord.h"
 
 namespace ic {
 namespace {
@@ -31,6 +32,7 @@ struct InFlight {
 struct WorkItem {
   std::string record;
   std::string source;
+  uint64_t offset = 0;  // of the record in `source`
   uint64_t stream_index = 0;
   std::shared_ptr<InFlight> target;
   int64_t row = 0;
@@ -49,6 +51,7 @@ struct InputPipeline::State {
   bool stop = false;
   bool reader_done = false;  // no more work items or batches will come
   Status error;              // from the reader; reported once the good batches are out
+  Status fatal;              // from a worker (a label out of range); reported at once
   std::vector<std::unique_ptr<Batch>> free_batches;
   std::deque<std::shared_ptr<InFlight>> pending;  // in stream order
   std::deque<WorkItem> work;
@@ -71,11 +74,24 @@ Result<std::vector<std::string>> list_input_files(const std::string& data_dir, b
     return error("shard ", shard_index, " of ", num_shards, " is not a valid input shard");
   }
   const std::string prefix = training ? "train-" : "validation-";
+  // Every filesystem call takes an error_code: a symlink loop or a vanished file must be an
+  // error naming it, not an exception.
   std::error_code ec;
   std::vector<std::string> all;
-  for (const auto& entry : std::filesystem::directory_iterator(data_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) == 0 && entry.is_regular_file()) all.push_back(entry.path().string());
+  for (std::filesystem::directory_iterator it(data_dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::error_code stat_error;
+    const bool regular = it->is_regular_file(stat_error);
+    if (stat_error) {
+      return error(it->path().string(), ": cannot read this input file: ", stat_error.message());
+    }
+    if (!regular) {
+      return error(it->path().string(),
+                   ": is not a regular file (a directory?); input files must be TFRecord files");
+    }
+    all.push_back(it->path().string());
   }
   if (ec) return error("cannot list --data_dir ", data_dir, ": ", ec.message());
   std::sort(all.begin(), all.end());
@@ -90,6 +106,39 @@ Result<std::vector<std::string>> list_input_files(const std::string& data_dir, b
   return mine;
 }
 
+namespace {
+
+// The shuffle buffer holds whole records: refuse a size whose memory is clearly beyond the
+// limit, estimated from the mean size of (up to) the first 64 records of one file.
+Status check_shuffle_buffer_memory(const InputOptions& options, const std::string& sample_file) {
+  if (options.memory_limit_bytes == 0 || options.shuffle_buffer <= 1) return Status();
+  constexpr int kSampleRecords = 64;
+  // Per buffered record beyond its bytes: two std::strings and the source path.
+  const double overhead = 2 * sizeof(std::string) + sizeof(uint64_t) + sample_file.size();
+  double record_bytes = 0;
+  int sampled = 0;
+  Result<TfRecordReader> reader = TfRecordReader::open(sample_file);
+  std::string record;
+  while (reader.ok() && sampled < kSampleRecords) {
+    Result<bool> got = reader->read(&record);
+    if (!got.ok() || !*got) break;
+    record_bytes += static_cast<double>(record.size());
+    ++sampled;
+  }
+  const double per_record = overhead + (sampled > 0 ? record_bytes / sampled : 0.0);
+  const double need = per_record * options.shuffle_buffer;
+  if (need > static_cast<double>(options.memory_limit_bytes)) {
+    return error("a shuffle buffer of ", options.shuffle_buffer, " records needs about ",
+                 need / 1e9, " GB (", static_cast<int64_t>(per_record), " bytes per record, from ",
+                 sampled, " records of ", sample_file, "), more than this machine's ",
+                 static_cast<double>(options.memory_limit_bytes) / 1e9,
+                 " GB of memory (--followup_shuffle_buffer_size)");
+  }
+  return Status();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions& options) {
   if (options.batch_size < 1) return error("batch size must be positive, got ", options.batch_size);
   if (options.height < 1 || options.width < 1) {
@@ -99,6 +148,7 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
   IC_ASSIGN_OR_RETURN(std::vector<std::string> files,
                       list_input_files(options.data_dir, options.training, options.shard_index,
                                        options.num_shards));
+  if (options.training) IC_RETURN_IF_ERROR(check_shuffle_buffer_memory(options, files.front()));
   auto state = std::make_shared<State>();
   state->options = options;
   state->files = std::move(files);
@@ -113,6 +163,7 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
   pre.cb_range = options.cb_range;
   pre.cr_range = options.cr_range;
   pre.fast_color_distort = options.fast_color_distort;
+  pre.max_pixels = options.max_image_pixels;
   uint64_t seed = options.seed;
   if (!options.deterministic)
     seed ^= (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
@@ -177,7 +228,7 @@ void InputPipeline::State::run_reader() {
       WorkItem item;
       Result<bool> got = (limit > 0 && static_cast<int64_t>(stream_index) >= limit)
                              ? Result<bool>(false)
-                             : stream.next(&item.record, &item.source);
+                             : stream.next(&item.record, &item.source, &item.offset);
       if (!got.ok() || !*got) {
         if (!got.ok()) failure = got.status();
         end = true;
@@ -248,6 +299,18 @@ bool InputPipeline::State::process(const WorkItem& item, PreprocessScratch* scra
     }
     return false;
   }
+  if (options.num_classes > 0 && (example->label < 0 || example->label >= options.num_classes)) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (fatal.ok()) {
+      fatal = ic::error(item.source, ": record at byte ", item.offset,
+                        example->filename.empty() ? "" : " (" + example->filename + ")", ": label ",
+                        example->label, " is outside [0, ", options.num_classes,
+                        ") for --num_classes=", options.num_classes,
+                        example->label == -1 ? " (-1: the record has no image/class/label)" : "");
+      cv.notify_all();
+    }
+    return false;
+  }
   *label = static_cast<int32_t>(example->label);
   return true;
 }
@@ -281,9 +344,10 @@ Result<std::shared_ptr<const Batch>> InputPipeline::next() {
   {
     std::unique_lock<std::mutex> lock(s.mu);
     s.cv.wait(lock, [&] {
-      return (!s.pending.empty() && s.pending.front()->complete()) ||
+      return !s.fatal.ok() || (!s.pending.empty() && s.pending.front()->complete()) ||
              (s.pending.empty() && s.reader_done);
     });
+    if (!s.fatal.ok()) return s.fatal;
     if (s.pending.empty()) {
       if (!s.error.ok()) return s.error;
       return std::shared_ptr<const Batch>();  // end of the eval epoch
@@ -326,6 +390,7 @@ InputPipeline::Stats InputPipeline::stats() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   Stats stats = state_->stats;
   stats.corrupt_records_skipped += state_->stream_corrupt_records;
+  stats.inputs = stats.records + state_->stream_corrupt_records;
   return stats;
 }
 

@@ -44,6 +44,14 @@ struct InputOptions {
   DistortedBoxOptions crop;
   float cb_range = 0.1f, cr_range = 0.1f;
   bool fast_color_distort = true;  // false: TF-slim brightness + saturation (PreprocessOptions)
+  // Bad input. A record whose label is outside [0, num_classes) stops the pipeline with an error
+  // naming the file and the record's byte offset (0 = labels not checked): training on it would
+  // be silently wrong. An image whose header claims more than max_image_pixels is not decoded
+  // (an undecodable image). A training shuffle buffer whose estimated memory (buffer size x the
+  // mean record size of the first file) exceeds memory_limit_bytes is refused (0 = no check).
+  int64_t num_classes = 0;
+  int64_t max_image_pixels = kDefaultMaxImagePixels;
+  uint64_t memory_limit_bytes = 0;
 };
 
 // One batch. Rows whose label is -1 are padding (eval's last batch) or images that could not be
@@ -69,6 +77,7 @@ class InputPipeline final : public BatchSource {
  public:
   struct Stats {
     int64_t records = 0;                            // records read
+    int64_t inputs = 0;                             // records + those with bad framing/CRC
     int64_t corrupt_records_skipped = 0;            // bad framing/CRC or unparsable tf.Example
     int64_t undecodable_images_skipped = 0;         // image bytes that did not decode
     std::vector<std::string> undecodable_examples;  // "file: image/filename (why)", first few

@@ -14,7 +14,11 @@ namespace {
 
 struct Rect {
   int min_x = 0, min_y = 0, max_x = 0, max_y = 0;
-  float area() const { return static_cast<float>((max_x - min_x) * (max_y - min_y)); }
+  // In float: the int product overflows for a 60000x60000 header; both factors are exact
+  // floats (< 2^24), so the single rounding equals the exact product's.
+  float area() const {
+    return static_cast<float>(max_x - min_x) * static_cast<float>(max_y - min_y);
+  }
   Rect intersect(const Rect& r) const {
     Rect out{std::max(min_x, r.min_x), std::max(min_y, r.min_y), std::min(max_x, r.max_x),
              std::min(max_y, r.max_y)};
@@ -58,16 +62,16 @@ bool generate_random_crop(int width, int height, float min_relative_area, float 
   }
   int crop_width = static_cast<int>(std::lrint(crop_height * aspect_ratio));
   // Rounding may leave the area just outside the range: try one row more, then one less.
-  float area = static_cast<float>(crop_width * crop_height);
+  float area = static_cast<float>(crop_width) * static_cast<float>(crop_height);
   if (area < min_area) {
     crop_height += 1;
     crop_width = static_cast<int>(std::lrint(crop_height * aspect_ratio));
-    area = static_cast<float>(crop_width * crop_height);
+    area = static_cast<float>(crop_width) * static_cast<float>(crop_height);
   }
   if (area > max_area) {
     crop_height -= 1;
     crop_width = static_cast<int>(std::lrint(crop_height * aspect_ratio));
-    area = static_cast<float>(crop_width * crop_height);
+    area = static_cast<float>(crop_width) * static_cast<float>(crop_height);
   }
   if (area < min_area || area > max_area || crop_width > width || crop_height > height ||
       crop_width <= 0 || crop_height <= 0) {
@@ -271,6 +275,7 @@ void resize_bilinear(const RgbImage& image, CropWindow crop, int out_height, int
 Status preprocess_image(std::string_view encoded, std::span<const BoundingBox> boxes,
                         const PreprocessOptions& options, Rng& rng, PreprocessScratch* scratch,
                         float* out, PreprocessTrace* trace) {
+  IC_RETURN_IF_ERROR(check_image_pixels(encoded, options.max_pixels));
   bool already_decoded = false;
   IC_ASSIGN_OR_RETURN(const ImageSize size, probe_size(encoded, scratch, &already_decoded));
   if (size.height <= 0 || size.width <= 0) return error("image has no pixels");

@@ -75,6 +75,8 @@ struct PreprocessOptions {
   // Decode JPEGs at 1/2, 1/4 or 1/8 scale in the DCT domain when the crop stays at least the
   // output size: same output size, much less decoding. Off = decode at full size always.
   bool allow_dct_scaling = true;
+  // Images whose header claims more pixels are refused before decoding (0 = no limit).
+  int64_t max_pixels = kDefaultMaxImagePixels;
 };
 
 // Per-thread buffers reused between images (no allocation in steady state).

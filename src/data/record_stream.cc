@@ -34,7 +34,18 @@ std::optional<std::string> RecordStream::next_file() {
   return files_[order_[order_pos_++]];
 }
 
-Result<bool> RecordStream::next_interleaved(std::string* record, std::string* source) {
+Status RecordStream::note_file_done(const Slot& slot) {
+  if (!options_.repeat_and_shuffle_files || slot.good_records > 0) return Status();
+  barren_files_.insert(slot.path);
+  if (barren_files_.size() < files_.size()) return Status();
+  return error("none of the ", files_.size(),
+               " input files holds a readable record (each is empty, not a TFRecord file, or "
+               "corrupt in every record), e.g. ",
+               last_corruption_.empty() ? slot.path + ": no records" : last_corruption_);
+}
+
+Result<bool> RecordStream::next_interleaved(std::string* record, std::string* source,
+                                            uint64_t* offset) {
   while (true) {
     // Keep cycle_length files open while there are files left.
     while (static_cast<int>(slots_.size()) < options_.cycle_length) {
@@ -46,15 +57,18 @@ Result<bool> RecordStream::next_interleaved(std::string* record, std::string* so
     if (slots_.empty()) return false;
     if (slot_pos_ >= slots_.size()) slot_pos_ = 0;
     Slot& slot = slots_[slot_pos_];
+    const uint64_t record_offset = slot.reader.offset();
     Result<bool> got = slot.reader.read(record);
     if (!got.ok()) {
       if (!options_.skip_corrupt_records) return got.status();
       ++corrupt_records_;
+      last_corruption_ = got.status().message();
       if (slot.reader.skip_corrupt()) continue;  // same file, next record
       got = false;                               // the rest of the file is unreadable
     }
     if (!*got) {
       // End of this file: the next file takes its place in the cycle (opened above).
+      IC_RETURN_IF_ERROR(note_file_done(slot));
       slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(slot_pos_));
       if (std::optional<std::string> path = next_file()) {
         IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(*path));
@@ -64,19 +78,22 @@ Result<bool> RecordStream::next_interleaved(std::string* record, std::string* so
       continue;
     }
     *source = slot.path;
+    if (offset != nullptr) *offset = record_offset;
+    ++slot.good_records;
+    barren_files_.clear();
     slot_pos_ = (slot_pos_ + 1) % slots_.size();
     return true;
   }
 }
 
-Result<bool> RecordStream::next(std::string* record, std::string* source) {
-  if (options_.shuffle_buffer <= 1) return next_interleaved(record, source);
+Result<bool> RecordStream::next(std::string* record, std::string* source, uint64_t* offset) {
+  if (options_.shuffle_buffer <= 1) return next_interleaved(record, source, offset);
   // tf.data's shuffle: fill the buffer, then hand out a uniformly chosen element and put the
   // next input record in its place.
   const size_t capacity = static_cast<size_t>(options_.shuffle_buffer);
   while (!input_done_ && buffer_.size() < capacity) {
     Buffered item;
-    IC_ASSIGN_OR_RETURN(const bool got, next_interleaved(&item.record, &item.source));
+    IC_ASSIGN_OR_RETURN(const bool got, next_interleaved(&item.record, &item.source, &item.offset));
     if (!got) {
       input_done_ = true;
       break;
@@ -87,6 +104,7 @@ Result<bool> RecordStream::next(std::string* record, std::string* source) {
   const size_t pick = shuffle_rng_.uniform_int(static_cast<uint32_t>(buffer_.size()));
   *record = std::move(buffer_[pick].record);
   *source = std::move(buffer_[pick].source);
+  if (offset != nullptr) *offset = buffer_[pick].offset;
   if (pick != buffer_.size() - 1) buffer_[pick] = std::move(buffer_.back());
   buffer_.pop_back();
   return true;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,13 @@ class RecordStream {
  public:
   RecordStream(std::vector<std::string> files, const RecordStreamOptions& options);
 
-  // The next record and the file it came from. Returns false at the end (never when
-  // repeating). A corrupt record is skipped and counted, or returned as the error when
-  // skip_corrupt_records is false; a file that cannot be opened is always an error.
-  Result<bool> next(std::string* record, std::string* source);
+  // The next record, the file it came from and (when `offset` is not null) the byte offset
+  // where it starts there. Returns false at the end (never when repeating). A corrupt record
+  // is skipped and counted, or returned as the error when skip_corrupt_records is false; a file
+  // that cannot be opened is always an error. When repeating, an error too once every file has
+  // been read through without giving one good record (all empty, not TFRecords, or corrupt in
+  // every record): the stream would otherwise go round them forever.
+  Result<bool> next(std::string* record, std::string* source, uint64_t* offset = nullptr);
 
   int64_t corrupt_records() const { return corrupt_records_; }
   int64_t file_passes_started() const { return epoch_; }
@@ -39,15 +43,20 @@ class RecordStream {
   struct Slot {
     TfRecordReader reader;
     std::string path;
+    int64_t good_records = 0;  // given out from this opening of the file
   };
   struct Buffered {
     std::string record;
     std::string source;
+    uint64_t offset = 0;
   };
 
   // The next file to open, or nullopt when the list is exhausted (no repeat).
   std::optional<std::string> next_file();
-  Result<bool> next_interleaved(std::string* record, std::string* source);
+  Result<bool> next_interleaved(std::string* record, std::string* source, uint64_t* offset);
+  // A file was read to its end: records it when it gave no good record; the error once every
+  // file has (repeating only).
+  Status note_file_done(const Slot& slot);
 
   std::vector<std::string> files_;
   RecordStreamOptions options_;
@@ -60,6 +69,10 @@ class RecordStream {
   std::vector<Buffered> buffer_;
   Rng shuffle_rng_;
   int64_t corrupt_records_ = 0;
+  // Files read through without a good record since the stream last gave one, and why the last
+  // of them failed (for the message when that is all of them).
+  std::set<std::string> barren_files_;
+  std::string last_corruption_;
 };
 
 }  // namespace ic

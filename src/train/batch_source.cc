@@ -72,6 +72,9 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
   in.cb_range = static_cast<float>(options.cb_distortion_range);
   in.cr_range = static_cast<float>(options.cr_distortion_range);
   in.fast_color_distort = options.use_fast_color_distort;
+  in.num_classes = options.num_classes;
+  in.max_image_pixels = options.max_image_pixels;
+  in.memory_limit_bytes = physical_memory_bytes();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   in.num_threads = std::min(options.num_parallel_calls, cores);
   in.seed = static_cast<uint64_t>(options.seed) + static_cast<uint64_t>(replica) * 1000003u;
@@ -108,6 +111,19 @@ std::string input_summary(const BatchSource& source) {
       << stats.undecodable_images_skipped << " undecodable images";
   for (const std::string& example : stats.undecodable_examples) out << "\n  " << example;
   return out.str();
+}
+
+InputPipeline::Stats input_stats(const BatchSource& source) {
+  const auto* pipeline = dynamic_cast<const InputPipeline*>(&source);
+  return pipeline == nullptr ? InputPipeline::Stats() : pipeline->stats();
+}
+
+BadInputCount bad_inputs_between(const InputPipeline::Stats& before,
+                                 const InputPipeline::Stats& after) {
+  const auto bad = [](const InputPipeline::Stats& s) {
+    return s.corrupt_records_skipped + s.undecodable_images_skipped;
+  };
+  return BadInputCount{bad(after) - bad(before), after.inputs - before.inputs};
 }
 
 }  // namespace ic

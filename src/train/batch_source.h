@@ -29,4 +29,14 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
 // nothing to say.
 std::string input_summary(const BatchSource& source);
 
+// The input pipeline's counts so far; all zero for fake data.
+InputPipeline::Stats input_stats(const BatchSource& source);
+
+// Bad inputs (corrupt records + undecodable images) between two readings of input_stats.
+struct BadInputCount {
+  int64_t bad = 0, inputs = 0;
+};
+BadInputCount bad_inputs_between(const InputPipeline::Stats& before,
+                                 const InputPipeline::Stats& after);
+
 }  // namespace ic

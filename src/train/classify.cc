@@ -1,14 +1,18 @@
 #include "train/classify.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "data/preprocessing.h"
 #include "io/checkpoint_dir.h"
 #include "io/safetensors.h"
 #include "models/model.h"
+#include "train/checkpoint_checks.h"
 #include "train/model_state.h"
 #include "train/npy.h"
 #include "train/trainer.h"
@@ -24,8 +28,11 @@ bool has_suffix(const std::string& text, const std::string& suffix) {
 }
 
 // Appends the preprocessed images of one input to `images` and their names to `names`.
-Status load_input(const std::string& path, int height, int width, std::vector<float>* images,
-                  std::vector<std::string>* names) {
+Status load_input(const std::string& path, int height, int width, int64_t max_pixels,
+                  std::vector<float>* images, std::vector<std::string>* names) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return error(path, ": is a directory, not an input file");
   const size_t image_floats = static_cast<size_t>(height) * width * 3;
   if (has_suffix(path, ".npy")) {
     IC_ASSIGN_OR_RETURN(NpyArray array, read_npy(path));
@@ -50,6 +57,7 @@ Status load_input(const std::string& path, int height, int width, std::vector<fl
   options.training = false;
   options.height = height;
   options.width = width;
+  options.max_pixels = max_pixels;
   Rng rng(0);
   PreprocessScratch scratch;
   const size_t at = images->size();
@@ -74,9 +82,15 @@ Result<std::map<int64_t, std::string>> read_label_names(const std::string& path)
     while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits]))) ++digits;
     if (digits > 0 && digits < line.size() &&
         (line[digits] == ' ' || line[digits] == '\t' || line[digits] == ':')) {
+      int64_t label = 0;
+      const auto [end, ec] = std::from_chars(line.data(), line.data() + digits, label);
+      if (ec != std::errc() || end != line.data() + digits) {
+        return error(path, ":", line_number + 1, ": label ", line.substr(0, digits),
+                     " is not a number this program can hold (at most ",
+                     std::numeric_limits<int64_t>::max(), ")");
+      }
       const size_t start = line.find_first_not_of(" \t:", digits);
-      names[std::stoll(line.substr(0, digits))] =
-          start == std::string::npos ? "" : line.substr(start);
+      names[label] = start == std::string::npos ? "" : line.substr(start);
     } else {
       names[line_number] = line;
     }
@@ -95,14 +109,19 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
     result.checkpoint = *latest;
   }
   if (options.inputs.empty()) return error("no inputs (give image or .npy files)");
+  if (options.top_k < 1)
+    return error("bad value ", options.top_k, " for top_k (allowed: 1 or more)");
   IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(result.checkpoint));
   IC_ASSIGN_OR_RETURN(CheckpointMeta meta,
                       parse_checkpoint_metadata(file.metadata, result.checkpoint));
+  IC_RETURN_IF_ERROR(check_checkpoint_meta(meta, result.checkpoint));
+  IC_RETURN_IF_ERROR(check_checkpoint_values(file, result.checkpoint));
 
   std::vector<float> images;
   std::vector<std::string> names;
   for (const std::string& input : options.inputs) {
-    IC_RETURN_IF_ERROR(load_input(input, meta.height, meta.width, &images, &names));
+    IC_RETURN_IF_ERROR(
+        load_input(input, meta.height, meta.width, options.max_image_pixels, &images, &names));
   }
   const int64_t count = static_cast<int64_t>(names.size());
 

@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "core/status.h"
+#include "data/image_codec.h"
 
 namespace ic {
 
@@ -22,6 +23,8 @@ struct ClassifyOptions {
   std::string checkpoint;  // a checkpoint: model.ckpt-N (bundle), its .index, or a .safetensors
   std::vector<std::string> inputs;
   int top_k = 5;
+  // Images whose header claims more pixels are refused before decoding.
+  int64_t max_image_pixels = kDefaultMaxImagePixels;
 };
 
 struct ClassifyResult {

@@ -1,5 +1,6 @@
 #include "train/npy.h"
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -74,8 +75,12 @@ Result<NpyArray> read_npy(const std::string& path) {
   while (dim_stream >> dim) {
     if (dim < 0) return error(path, ": negative dimension in shape ", shape_text);
     array.shape.push_back(dim);
-    count *= dim;
+    // Overflow-checked: a hostile header's product must not wrap into a small, "matching" size.
+    if (__builtin_mul_overflow(count, dim, &count) || count > INT64_MAX / int64_t{sizeof(float)}) {
+      return error(path, ": shape ", shape_text, " has more elements than any file can hold");
+    }
   }
+  if (!dim_stream.eof()) return error(path, ": malformed shape ", shape_text, " in .npy header");
   const size_t data_start = header_start + header_len;
   if (bytes.size() - data_start != static_cast<size_t>(count) * sizeof(float)) {
     return error(path, ": shape ", shape_text, " needs ", count * 4, " bytes of data, file has ",

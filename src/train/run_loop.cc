@@ -9,8 +9,10 @@
 #include "dist/device_reducer.h"
 #include "io/checkpoint_dir.h"
 #include "io/event_writer.h"
+#include "io/model_dir_lock.h"
 #include "models/summary.h"
 #include "train/batch_source.h"
+#include "train/checkpoint_checks.h"
 #include "train/recipe.h"
 #include "train/stop_signal.h"
 
@@ -73,7 +75,10 @@ class Session {
   Result<std::string> evaluate_and_report();
   // This process's stop request (signals); see stop_agreed() for training.
   bool stop_now() {
-    if (stop_requested()) stopped_ = true;
+    if (stop_requested()) {
+      stopped_ = true;
+      acknowledge_stop();  // acting on it now: the forced-exit timeout no longer applies
+    }
     return stopped_;
   }
   // True on every replica when any was asked to stop.
@@ -96,6 +101,7 @@ class Session {
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<BatchSource> train_source_;
   std::unique_ptr<EventWriter> train_events_, eval_events_;
+  std::optional<ModelDirLock> lock_;  // train modes, leader only
   int64_t last_saved_step_ = -1, last_summary_step_ = -1;
   Clock::time_point last_save_time_ = Clock::now();
   bool stopped_ = false;
@@ -120,10 +126,16 @@ Status Session::prepare_training() {
   std::error_code ec;
   std::filesystem::create_directories(options_.model_dir, ec);
   if (ec) return error("cannot create --model_dir ", options_.model_dir, ": ", ec.message());
+  // The leader writes the model_dir (the other replicas share it); nobody else may.
+  if (leader_) {
+    IC_ASSIGN_OR_RETURN(lock_, ModelDirLock::acquire(options_.model_dir));
+  }
   IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(options_.model_dir));
   if (latest) {
     IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(*latest));
     IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, *latest));
+    IC_RETURN_IF_ERROR(check_checkpoint_meta(saved, *latest));
+    IC_RETURN_IF_ERROR(check_checkpoint_values(file, *latest));
     IC_RETURN_IF_ERROR(check_compatible(saved, meta_, *latest));
     std::vector<std::string> notes;
     IC_RETURN_IF_ERROR(state_->restore_for_training(file, *latest, &notes));
@@ -248,6 +260,7 @@ Status Session::train_until(int64_t target) {
   while (state_->global_step < target && !stop_agreed()) {
     const int64_t steps = std::min<int64_t>(options_.iterations, target - state_->global_step);
     const Clock::time_point loop_start = Clock::now();
+    const InputPipeline::Stats input_before = input_stats(*train_source_);
     int64_t done = 0;
     for (; done < steps; ++done) {
       IC_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> batch, train_source_->next());
@@ -265,10 +278,21 @@ Status Session::train_until(int64_t target) {
     const double elapsed = seconds_since(loop_start);
     const double steps_per_sec = static_cast<double>(steps) / elapsed;
     const double examples_per_sec = steps_per_sec * options_.train_batch_size;
+    // Counted where the reader and workers are, which runs a few batches ahead of the steps.
+    const BadInputCount bad = bad_inputs_between(input_before, input_stats(*train_source_));
     log_ << "step = " << state_->global_step << ", loss = " << loss << " (" << fixed3(elapsed)
-         << " sec)\n"
+         << " sec)";
+    if (bad.bad > 0) log_ << ", skipped " << bad.bad << " bad of " << bad.inputs << " inputs";
+    log_ << "\n"
          << "global_step/sec: " << steps_per_sec << "\n"
          << "examples/sec: " << examples_per_sec << std::endl;
+    if (bad.inputs > 0 &&
+        static_cast<double>(bad.bad) > options_.max_bad_input_fraction * bad.inputs) {
+      return error("the input is too damaged: ", bad.bad, " of ", bad.inputs,
+                   " records of the last training loop were corrupt or their images "
+                   "undecodable, more than --max_bad_input_fraction=",
+                   options_.max_bad_input_fraction, "\n", input_summary(*train_source_));
+    }
     IC_RETURN_IF_ERROR(write_train_summaries(loss, steps_per_sec, examples_per_sec));
     // The leader's clock decides, so that every replica saves (and averages) together.
     const bool save_due = leader_ && options_.save_checkpoints_secs > 0 &&
@@ -300,6 +324,12 @@ Result<std::string> Session::evaluate_and_report() {
   if (!source_note.empty()) log_ << source_note << std::endl;
   if (stop_agreed()) return std::string();
   const TopKCounts c = sum_over_replicas(evaluator_->counts(), replicas_.comm());
+  if (c.count == 0) {  // on every replica: the sum is shared
+    return error("evaluation found no image to score in the validation-* files of ",
+                 options_.data_dir,
+                 " (every file empty, not a TFRecord file, or every image undecodable); a score "
+                 "over zero images would be meaningless");
+  }
   if (!leader_) return std::string();
   const int64_t step = state_->global_step;
   const std::string results =
@@ -368,6 +398,8 @@ Status Session::run_eval() {
       }
       IC_ASSIGN_OR_RETURN(CheckpointContents file, std::move(read));
       IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, path));
+      IC_RETURN_IF_ERROR(check_checkpoint_meta(saved, path));
+      IC_RETURN_IF_ERROR(check_checkpoint_values(file, path));
       IC_RETURN_IF_ERROR(check_compatible(saved, meta_, path));
       IC_RETURN_IF_ERROR(state_->restore_for_eval(file, options_.moving_average, path));
       IC_ASSIGN_OR_RETURN(std::string results, evaluate_and_report());

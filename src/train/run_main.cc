@@ -58,6 +58,18 @@ int run_main(const std::string& model, int argc, char** argv) {
     std::cerr << program << ": " << options.status().message() << std::endl;
     return 2;
   }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (options->num_threads > cores) {
+    // oneDNN / OpenMP with far more threads than cores only thrashes (and 100000 of them
+    // exhausts the process's stacks).
+    std::cout << program << ": --num_threads=" << options->num_threads << " is more than the "
+              << cores << " cores of this machine; using " << cores << std::endl;
+    options->num_threads = cores;
+  }
+  if (const Status fits = check_memory_fits(*options, physical_memory_bytes()); !fits.ok()) {
+    std::cerr << program << ": " << fits.message() << std::endl;
+    return 2;
+  }
   if (options->mode == "summary") {
     Result<std::unique_ptr<Backend>> none = make_backend(BackendOptions{});
     if (!none.ok()) {
@@ -90,8 +102,13 @@ int run_main(const std::string& model, int argc, char** argv) {
     if (comm.size() > 1) std::cout << ", data parallel over " << comm.description();
     std::cout << std::endl;
   }
-  install_stop_signal_handlers();
-  const Status status = run_mode(*options, **backend, std::cout, &comm);
+  install_stop_signal_handlers(program.c_str(), options->stop_timeout_secs);
+  Status status;
+  try {
+    status = run_mode(*options, **backend, std::cout, &comm);
+  } catch (const std::exception& e) {  // and then abort the other replicas too, via fail()
+    status = error("unexpected error: ", e.what());
+  }
   if (!status.ok()) return fail(status.message());
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "train/run_options.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <initializer_list>
@@ -62,6 +64,12 @@ Status validate_run_options(const RunOptions& o) {
   IC_RETURN_IF_ERROR(at_least("num_threads", o.num_threads, 0));
   IC_RETURN_IF_ERROR(at_least("keep_checkpoint_max", o.keep_checkpoint_max, 1));
   IC_RETURN_IF_ERROR(at_least("micro_batch_size", o.micro_batch_size, 0));
+  IC_RETURN_IF_ERROR(at_least("max_image_pixels", o.max_image_pixels, int64_t{1}));
+  IC_RETURN_IF_ERROR(at_least("stop_timeout_secs", o.stop_timeout_secs, 0));
+  if (!(o.max_bad_input_fraction >= 0 && o.max_bad_input_fraction <= 1)) {
+    return error("bad value ", o.max_bad_input_fraction,
+                 " for --max_bad_input_fraction (allowed: 0 to 1)");
+  }
   if (!(o.min_crop_area > 0 && o.min_crop_area <= 1)) {
     return error("bad value ", o.min_crop_area, " for --min_crop_area (allowed: > 0 and <= 1)");
   }
@@ -94,6 +102,37 @@ Status validate_run_options(const RunOptions& o) {
   if (o.model_dir.empty()) {
     return error("--model_dir is required with --mode=", o.mode,
                  " (checkpoints and event files go there)");
+  }
+  return Status();
+}
+
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
+Status check_memory_fits(const RunOptions& o, uint64_t physical_bytes) {
+  if (physical_bytes == 0 || o.mode == "summary") return Status();
+  constexpr uint64_t kPipelineBatches = 4;  // data/input_pipeline.cc: prefetch 2 + 2
+  // long double: no product of int32 flags can overflow it.
+  const long double image_bytes =
+      static_cast<long double>(o.height) * static_cast<long double>(o.width) * 3 * sizeof(float);
+  const struct {
+    const char* flag;
+    int64_t count;
+  } batches[] = {{"train_batch_size", o.train_batch_size}, {"eval_batch_size", o.eval_batch_size}};
+  for (const auto& batch : batches) {
+    const long double need = static_cast<long double>(batch.count) * image_bytes * kPipelineBatches;
+    if (need > static_cast<long double>(physical_bytes)) {
+      return error("--", batch.flag, "=", batch.count, " needs at least ",
+                   static_cast<double>(need) / 1e9, " GB for its input batches alone (",
+                   kPipelineBatches, " batches x ", batch.count, " images x ",
+                   static_cast<double>(image_bytes), " bytes of ", o.height, "x", o.width,
+                   "x3 floats), more than this machine's ",
+                   static_cast<double>(physical_bytes) / 1e9, " GB of memory");
+    }
   }
   return Status();
 }

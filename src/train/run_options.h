@@ -85,6 +85,15 @@ struct RunOptions {
   // The L2 factor on kernels: loss += weight_decay * sum(w^2) / 2 (4e-5 for Inception,
   // 1e-4 for ResNet-50, as the reference hard-codes them).
   double weight_decay = 4e-5;
+  // Bad input (docs/data.md, "Errors and bad input"). An image whose header claims more pixels
+  // than this is refused before it is decoded (counted as a bad input in training).
+  int64_t max_image_pixels = 100000000;
+  // A training loop (--iterations steps) whose inputs were more than this fraction corrupt
+  // records or undecodable images stops the run with an error.
+  double max_bad_input_fraction = 0.01;
+  // After SIGINT/SIGTERM, seconds to wait for a step boundary (where the checkpoint is
+  // written) before exiting at once; a second signal exits at once anyway.
+  int32_t stop_timeout_secs = 60;
   // The flags as given ("--name=value ..."), stored in checkpoint metadata.
   std::string flags_text;
 };
@@ -92,5 +101,13 @@ struct RunOptions {
 // Checks every value against what it may be; the message names the flag and the allowed
 // values. Pure: no files or devices are touched.
 Status validate_run_options(const RunOptions& options);
+
+// Refuses batch and buffer sizes whose input memory alone is beyond `physical_bytes` (0 =
+// unknown: no check): each of the input pipeline's 4 batches holds batch x height x width x 3
+// floats. The message gives the figures. (The shuffle buffer's need depends on the records'
+// size; the input pipeline checks it when it has seen the data.)
+Status check_memory_fits(const RunOptions& options, uint64_t physical_bytes);
+// This machine's physical memory (sysconf), 0 when unknown.
+uint64_t physical_memory_bytes();
 
 }  // namespace ic

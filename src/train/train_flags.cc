@@ -88,6 +88,15 @@ DEFINE_double(min_crop_area, 0.05,
               "(the reference's fixed area_range starts at 0.05)");
 DEFINE_double(weight_decay, 4e-5,
               "L2 factor on every kernel (the reference's WEIGHT_DECAY; resnet50: 1e-4)");
+DEFINE_int64(max_image_pixels, 100000000,
+             "Images whose header claims more pixels are refused before decoding (a bad "
+             "input in training)");
+DEFINE_double(max_bad_input_fraction, 0.01,
+              "Stop when more than this fraction of a training loop's records are corrupt or "
+              "their images undecodable");
+DEFINE_int32(stop_timeout_secs, 60,
+             "After SIGINT/SIGTERM, seconds to wait for the checkpoint at the next step "
+             "boundary before exiting at once (a second signal exits at once)");
 
 namespace ic {
 namespace {
@@ -199,6 +208,9 @@ RunOptions read_run_options(const std::string& model) {
   o.num_train_images = FLAGS_num_train_images;
   o.min_crop_area = FLAGS_min_crop_area;
   o.weight_decay = FLAGS_weight_decay;
+  o.max_image_pixels = FLAGS_max_image_pixels;
+  o.max_bad_input_fraction = FLAGS_max_bad_input_fraction;
+  o.stop_timeout_secs = FLAGS_stop_timeout_secs;
   o.flags_text = flags_as_text(training_flag_files());
   return o;
 }
