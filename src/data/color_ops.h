@@ -1,5 +1,6 @@
-// TF-slim's colour distortion for --use_fast_color_distort=false (facts §4.2 step 5): the
-// reference's inception_preprocessing.distort_color(image, ordering, fast_mode=True), i.e.
+// TF-slim's colour distortion for --use_fast_color_distort=false (step 5 of
+// inception_preprocessing.preprocess_for_train): the reference's
+// inception_preprocessing.distort_color(image, ordering, fast_mode=True), i.e.
 // tf.image.random_brightness(32/255) and tf.image.random_saturation(0.5, 1.5) in one of two
 // orders, then a clip to [0, 1]. The random values are drawn by the caller, so the same
 // per-record Rng keeps runs reproducible.

@@ -113,8 +113,8 @@ Result<ImageExample> decode_image_example(std::string_view bytes) {
   }
   const FeatureMap& map = example.features().feature();
   ImageExample e;
-  // The parser's defaults for absent keys (facts §1.9); the converter's constants are not
-  // assumed, so a record without them reads as "unknown" (empty / 0).
+  // The parser's defaults for absent keys (the reference input parser's); the converter's constants
+  // are not assumed, so a record without them reads as "unknown" (empty / 0).
   e.format = "jpeg";
   e.colorspace.clear();
   e.channels = 0;

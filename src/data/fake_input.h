@@ -1,4 +1,4 @@
-// Fake data for --use_data=fake (facts §1.9): images uniform in [-1, 1) and labels uniform in
+// Fake data for --use_data=fake: images uniform in [-1, 1) and labels uniform in
 // [0, 999), made once at construction; next() hands out the same batch every time, so a
 // trainer on fake data is never waiting for input.
 #pragma once

@@ -1,4 +1,4 @@
-// The ImageNet converter's logic (our imagenet_to_gcs.py, facts §4.1): a raw tree
+// The ImageNet converter's logic (our imagenet_to_gcs.py): a raw tree
 //   <raw>/train/<synset>/*.JPEG, <raw>/validation/*.JPEG, <raw>/synset_labels.txt
 // becomes TFRecord shards train-00000-of-01024 ... and validation-00000-of-00128 ... of
 // tf.Example records (data/example.h). Labels are 1..N over the sorted union of synsets.

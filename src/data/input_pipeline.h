@@ -1,5 +1,5 @@
 // The threaded input pipeline: TFRecord shards of tf.Example ImageNet records in, batches of
-// preprocessed NHWC float images out (facts §1.9).
+// preprocessed NHWC float images out (the reference's tf.data input function).
 //
 // Training: the shard files (`train-*`, every num_shards-th from shard_index) in a new shuffled
 // order each epoch, repeated forever; num_files_infeed files read interleaved one record at a

@@ -1,5 +1,5 @@
 // Inception and VGG image preprocessing with the semantics of the reference application's
-// inception_preprocessing.py / vgg_preprocessing.py (facts §4.2), fused into one pass that
+// inception_preprocessing.py / vgg_preprocessing.py, fused into one pass that
 // reads decoded 8-bit pixels and writes the model's float input [height, width, 3].
 //
 // Inception training: sample_distorted_bounding_box (TensorFlow's algorithm) -> crop ->

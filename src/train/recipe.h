@@ -1,4 +1,4 @@
-// The training recipe of each model (facts §1.2-1.5, §2, §4.4) from the run's flags: the
+// The training recipe of each model from the run's flags: the
 // network's options for training and evaluation, the optimizer, weight decay, EMA and
 // learning-rate schedule, and the description checkpoints carry.
 #pragma once

@@ -1,4 +1,4 @@
-// The run modes of inception_v3 / inception_v4 / resnet50 (facts §1.7), less two quirks of
+// The run modes of inception_v3 / inception_v4 / resnet50, less two quirks of
 // the reference: train_and_eval counts absolute steps (a restarted run continues where it
 // stopped) and evaluation uses the EMA weights of the checkpoint it evaluates.
 //   train           train to --train_steps (absolute), resuming from the latest checkpoint

@@ -1,5 +1,5 @@
 // Everything a training/evaluation run is told from the command line: the flags of the
-// reference inception_v3.py (tensorflow/tpu, facts §1.1) and inception_v4.py (§2) with
+// reference inception_v3.py (tensorflow/tpu) and inception_v4.py with
 // the same names, defaults and meanings, plus ours (depth_multiplier, num_threads, device,
 // seed, keep_checkpoint_max, checkpoint_format, warm_start_from). Flags the reference defines but
 // that have no effect here (TPU addresses, transpose, prefetch sizes...) are accepted and listed in

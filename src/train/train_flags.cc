@@ -9,7 +9,8 @@
 #include "models/model_spec.h"
 #include "train/flag_parser.h"
 
-// The reference's flags (facts §1.1, §2), same names and defaults as inception_v3.py.
+// The reference's flags (inception_v3.py, inception_v4.py), same names and defaults as
+// inception_v3.py.
 DEFINE_string(tpu, "", "Cloud TPU name or grpc:// address (accepted; unused here)");
 DEFINE_string(gcp_project, "", "GCE project of the Cloud TPU (accepted; unused here)");
 DEFINE_string(tpu_zone, "", "GCE zone of the Cloud TPU (accepted; unused here)");

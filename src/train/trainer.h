@@ -15,7 +15,7 @@
 
 namespace ic {
 
-// The reference's constants (facts §1.2, §4.4) plus the schedule.
+// The reference's constants (inception_v3.py, resnet_main.py) plus the schedule.
 struct TrainRecipe {
   OptimizerKind optimizer = OptimizerKind::rmsprop;
   float rmsprop_decay = 0.9f, rmsprop_momentum = 0.9f, rmsprop_epsilon = 1.0f;

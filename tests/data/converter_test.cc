@@ -147,7 +147,7 @@ class ConverterTest : public ::testing::Test {
 TEST(ShardNaming, MatchesTensorFlow) {
   EXPECT_EQ(shard_name("train", 0, 1024), "train-00000-of-01024");
   EXPECT_EQ(shard_name("validation", 127, 128), "validation-00127-of-00128");
-  // facts §4.1: train 1252 per shard (last 371), validation 391 per shard (last 343).
+  // The reference converter: train 1252 per shard (last 371), validation 391 per shard (last 343).
   EXPECT_EQ(shard_range(1281167, 1024, 0).end, 1252);
   const ShardRange last = shard_range(1281167, 1024, 1023);
   EXPECT_EQ(last.end - last.begin, 371);

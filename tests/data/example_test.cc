@@ -51,7 +51,7 @@ TEST(ImageExample, RoundTrip) {
   expect_same(*back, e);
 }
 
-// The converter's records carry exactly facts §4.1's keys with their types.
+// The converter's records carry exactly the reference converter's keys with their types.
 TEST(ImageExample, EncodesTensorFlowKeysAndTypes) {
   ImageExample e;
   e.encoded = "JPEG";

@@ -1,4 +1,4 @@
-// Inception v3 against the TF-slim tables (facts §3.1) and torchvision's Inception3, which
+// Inception v3 against the TF-slim tables and torchvision's Inception3, which
 // has the same convolutions (an independent count of multiply-adds).
 #include <gtest/gtest.h>
 

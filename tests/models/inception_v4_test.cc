@@ -1,4 +1,4 @@
-// Inception v4 against the tables of facts §3.2 (inception_v4_model.py).
+// Inception v4 against the tables of inception_v4_model.py.
 #include <gtest/gtest.h>
 
 #include "models/model.h"
@@ -82,7 +82,7 @@ TEST(InceptionV4, MultiplyAddsNearTheComputedFigure) {
   o.batch_size = 1;
   o.aux_logits = false;
   const double macs = static_cast<double>(build_or_die(o).multiply_adds());
-  EXPECT_NEAR(macs / 1e9, 12.25, 0.01);  // facts §3.2 (computed)
+  EXPECT_NEAR(macs / 1e9, 12.25, 0.01);  // computed from inception_v4_model.py's layers
 }
 
 TEST(InceptionV4, DefaultBatchNormDecayIsTheApplications) {

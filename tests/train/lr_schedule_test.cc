@@ -7,8 +7,8 @@
 namespace ic {
 namespace {
 
-// Expected values are worked out by hand from the reference formulas (facts §1.4, §2, §4.4);
-// tolerances cover float-vs-double rounding only.
+// Expected values are worked out by hand from the reference formulas (inception_v3.py,
+// inception_v4.py, resnet_main.py); tolerances cover float-vs-double rounding only.
 void expect_lr(const LrScheduleOptions& o, int64_t step, double want) {
   EXPECT_NEAR(learning_rate(o, step), want, 1e-9 * std::max(1.0, want))
       << "schedule " << static_cast<int>(o.kind) << " step " << step;
