@@ -29,8 +29,7 @@ class FakeRun final : public BatchSource {
       batch = std::move(folded);
     }
     batch_ = std::move(batch);
-    const int64_t eval_images = options.eval_total_size > 0 ? options.eval_total_size : 50000;
-    eval_batches_ = std::max<int64_t>(1, eval_images / options.eval_batch_size);
+    eval_batches_ = eval_batch_count(options).value_or(1);
   }
 
   Result<std::shared_ptr<const Batch>> next() override {
@@ -99,6 +98,15 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
   }
   IC_ASSIGN_OR_RETURN(std::unique_ptr<InputPipeline> pipeline, InputPipeline::create(in));
   return std::unique_ptr<BatchSource>(std::move(pipeline));
+}
+
+std::optional<int64_t> eval_batch_count(const RunOptions& options) {
+  if (options.use_data == "fake") {
+    const int64_t images = options.eval_total_size > 0 ? options.eval_total_size : 50000;
+    return std::max<int64_t>(1, images / options.eval_batch_size);
+  }
+  if (options.eval_total_size > 0) return options.eval_total_size / options.eval_batch_size;
+  return std::nullopt;
 }
 
 std::string input_summary(const BatchSource& source) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -24,6 +25,11 @@ namespace ic {
 Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options, bool training,
                                                        int64_t batch_size, int replica = 0,
                                                        int replicas = 1);
+
+// How many batches one evaluation pass has, when that is known before reading: fake data, or
+// --eval_total_size > 0 (eval_total_size / eval_batch_size, the reference's eval_steps);
+// nullopt when the pass covers the whole validation split (its size is known only at its end).
+std::optional<int64_t> eval_batch_count(const RunOptions& options);
 
 // A line for the log after a pass ("skipped 2 undecodable images: ..."), empty when there is
 // nothing to say.

@@ -1,8 +1,11 @@
 #include "train/run_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iomanip>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -30,6 +33,35 @@ std::string fixed3(double value) {
   out.setf(std::ios::fixed);
   out.precision(3);
   out << value;
+  return out.str();
+}
+
+// "3 h 05 min", "12 min 30 s", "45 s".
+std::string duration_text(double seconds) {
+  const auto total = static_cast<int64_t>(std::max(0.0, seconds) + 0.5);
+  std::ostringstream out;
+  if (total >= 3600) {
+    out << total / 3600 << " h " << std::setw(2) << std::setfill('0') << total % 3600 / 60
+        << " min";
+  } else if (total >= 60) {
+    out << total / 60 << " min " << std::setw(2) << std::setfill('0') << total % 60 << " s";
+  } else {
+    out << total << " s";
+  }
+  return out.str();
+}
+
+// "progress: 1200 of 213000 steps (0.6%), about 3 h 05 min of training left" at the rate of
+// the loop just ended.
+std::string progress_line(int64_t step, int64_t train_steps, double steps_per_sec) {
+  std::ostringstream out;
+  const double percent = train_steps > 0 ? 100.0 * static_cast<double>(step) / train_steps : 100;
+  out << "progress: " << step << " of " << train_steps << " steps (" << std::fixed
+      << std::setprecision(1) << percent << "%)";
+  if (step < train_steps && steps_per_sec > 0) {
+    out << ", about " << duration_text(static_cast<double>(train_steps - step) / steps_per_sec)
+        << " of training left";
+  }
   return out.str();
 }
 
@@ -285,7 +317,8 @@ Status Session::train_until(int64_t target) {
     if (bad.bad > 0) log_ << ", skipped " << bad.bad << " bad of " << bad.inputs << " inputs";
     log_ << "\n"
          << "global_step/sec: " << steps_per_sec << "\n"
-         << "examples/sec: " << examples_per_sec << std::endl;
+         << "examples/sec: " << examples_per_sec << "\n"
+         << progress_line(state_->global_step, options_.train_steps, steps_per_sec) << std::endl;
     if (bad.inputs > 0 &&
         static_cast<double>(bad.bad) > options_.max_bad_input_fraction * bad.inputs) {
       return error("the input is too damaged: ", bad.bad, " of ", bad.inputs,
@@ -314,10 +347,19 @@ Result<std::string> Session::evaluate_and_report() {
                       make_batch_source(options_, false, evaluator_->batch_size(), replicas_.rank(),
                                         replicas_.size()));
   evaluator_->begin();
+  // "Evaluation [k/n]" about ten times a pass, as TensorFlow's evaluation logs its progress.
+  const std::optional<int64_t> batches = eval_batch_count(options_);
+  const int64_t report_every = batches ? std::max<int64_t>(1, *batches / 10) : 10;
+  int64_t done = 0;
   while (!stop_now()) {
     IC_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> batch, source->next());
     if (!batch) break;
     evaluator_->run_batch(batch->images.data(), batch->labels.data());
+    if (++done % report_every == 0 || (batches && done == *batches)) {
+      log_ << "Evaluation [" << done;
+      if (batches) log_ << "/" << *batches;
+      log_ << "]" << std::endl;
+    }
   }
   IC_RETURN_IF_ERROR(check_device("evaluation"));
   const std::string source_note = input_summary(*source);
