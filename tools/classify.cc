@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "command_line.h"
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
 #include "train/flag_parser.h"
@@ -35,16 +36,13 @@ namespace {
 int classify_main(int argc, char** argv) {
   using namespace ic;
   static const std::vector<std::string> kFlagFiles = {"classify.cc"};
-  Result<ParsedCommandLine> parsed = parse_command_line(argc, argv, kFlagFiles);
-  if (!parsed.ok()) {
-    std::cerr << "classify: " << parsed.status().message() << std::endl;
-    return 2;
-  }
-  if (parsed->help) {
-    std::cout << flags_help("classify", kFlagFiles)
-              << "\nArguments: image files (JPEG/PNG) or preprocessed float32 .npy arrays\n";
-    return 0;
-  }
+  std::vector<std::string> inputs;
+  const ProgramHelp help{"classify",
+                         "prints the top-k classes of images under a trained checkpoint",
+                         "classify --model_dir=MODEL_DIR --labels_file=LABELS cat.jpg dog.png",
+                         "image files (JPEG/PNG) or preprocessed float32 .npy arrays"};
+  if (std::optional<int> exit_code = start_tool(help, kFlagFiles, argc, argv, &inputs))
+    return *exit_code;
   if (FLAGS_top_k < 1) {
     std::cerr << "classify: bad value " << FLAGS_top_k << " for --top_k (allowed: 1 or more)"
               << std::endl;
@@ -90,7 +88,7 @@ int classify_main(int argc, char** argv) {
     std::cerr << "classify: " << backend.status().message() << std::endl;
     return 1;
   }
-  ClassifyOptions options{FLAGS_model_dir, FLAGS_checkpoint, parsed->positional, FLAGS_top_k,
+  ClassifyOptions options{FLAGS_model_dir, FLAGS_checkpoint, inputs, FLAGS_top_k,
                           FLAGS_max_image_pixels};
   Result<ClassifyResult> result = classify(options, **backend);
   if (!result.ok()) {

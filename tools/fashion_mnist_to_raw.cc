@@ -7,7 +7,11 @@
 #include <gflags/gflags.h>
 
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include "command_line.h"
 #include "core/main_guard.h"
 #include "data/fashion_mnist.h"
 
@@ -22,12 +26,13 @@ DEFINE_int32(jpeg_quality, 95, "JPEG quality, 1..100");
 namespace {
 
 int tool_main(int argc, char** argv) {
-  gflags::SetUsageMessage("fashion_mnist_to_raw --output_dir=DIR [--input_dir=IDX_DIR]");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (argc > 1) {
-    std::fprintf(stderr, "fashion_mnist_to_raw: unexpected argument '%s'\n", argv[1]);
-    return 2;
-  }
+  static const std::vector<std::string> kFlagFiles = {"fashion_mnist_to_raw.cc"};
+  const ic::ProgramHelp help{
+      "fashion_mnist_to_raw",
+      "turns Fashion-MNIST's IDX files into the raw ImageNet tree imagenet_to_tfrecord reads",
+      "fashion_mnist_to_raw --output_dir=/tmp/fashion_mnist/raw", ""};
+  if (std::optional<int> exit_code = ic::start_tool(help, kFlagFiles, argc, argv))
+    return *exit_code;
   if (FLAGS_jpeg_quality < 1 || FLAGS_jpeg_quality > 100) {
     std::fprintf(stderr, "fashion_mnist_to_raw: --jpeg_quality must be in 1..100\n");
     return 2;

@@ -6,8 +6,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "command_line.h"
 #include "core/main_guard.h"
 #include "data/imagenet_converter.h"
 
@@ -25,14 +29,14 @@ DEFINE_bool(reencode_grayscale, true, "Re-encode grayscale JPEGs as RGB (TensorF
 namespace {
 
 int tool_main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "imagenet_to_tfrecord --raw_data_dir=RAW --local_scratch_dir=OUT "
-      "[--train_shards=1024] [--validation_shards=128] [--num_threads=N] [--resume]");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (argc > 1) {
-    std::fprintf(stderr, "imagenet_to_tfrecord: unexpected argument '%s'\n", argv[1]);
-    return 2;
-  }
+  static const std::vector<std::string> kFlagFiles = {"imagenet_to_tfrecord.cc"};
+  const ic::ProgramHelp help{
+      "imagenet_to_tfrecord",
+      "converts a raw ImageNet tree (train/<synset>/*.JPEG, validation/*.JPEG, synset_labels.txt) "
+      "to TFRecord shards, as the reference's imagenet_to_gcs.py",
+      "imagenet_to_tfrecord --raw_data_dir=/data/ILSVRC2012 --local_scratch_dir=/tmp/imagenet", ""};
+  if (std::optional<int> exit_code = ic::start_tool(help, kFlagFiles, argc, argv))
+    return *exit_code;
   if (FLAGS_raw_data_dir.empty() || FLAGS_local_scratch_dir.empty()) {
     std::fprintf(stderr,
                  "imagenet_to_tfrecord: --raw_data_dir and --local_scratch_dir are required\n");

@@ -9,6 +9,8 @@
 
 #include <iostream>
 
+#include "command_line.h"
+#include "core/main_guard.h"
 #include "io/checkpoint_dir.h"
 #include "io/safetensors.h"
 #include "io/tensor_bundle.h"
@@ -25,15 +27,14 @@ namespace {
 int inspect_main(int argc, char** argv) {
   using namespace ic;
   static const std::vector<std::string> kFlagFiles = {"inspect_checkpoint.cc"};
-  Result<ParsedCommandLine> parsed = parse_command_line(argc, argv, kFlagFiles);
-  if (!parsed.ok()) {
-    std::cerr << "inspect_checkpoint: " << parsed.status().message() << std::endl;
-    return 2;
-  }
-  if (parsed->help) {
-    std::cout << flags_help("inspect_checkpoint", kFlagFiles);
-    return 0;
-  }
+  std::vector<std::string> arguments;
+  const ProgramHelp help{
+      "inspect_checkpoint",
+      "lists a checkpoint's metadata and tensors (TensorFlow bundle or safetensors), and can "
+      "convert it to the other format",
+      "inspect_checkpoint --model_dir=MODEL_DIR --write_safetensors=/tmp/copy.safetensors", ""};
+  if (std::optional<int> exit_code = start_tool(help, kFlagFiles, argc, argv, &arguments))
+    return *exit_code;
   std::string path = FLAGS_file_name;
   if (path.empty() && !FLAGS_model_dir.empty()) {
     Result<std::optional<std::string>> latest = latest_checkpoint(FLAGS_model_dir);
@@ -47,7 +48,7 @@ int inspect_main(int argc, char** argv) {
     }
     path = **latest;
   }
-  if (path.empty() || !parsed->positional.empty()) {
+  if (path.empty() || !arguments.empty()) {
     std::cerr << "inspect_checkpoint: give --file_name or --model_dir (--help lists the flags)"
               << std::endl;
     return 2;
@@ -87,4 +88,6 @@ int inspect_main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return inspect_main(argc, argv); }
+int main(int argc, char** argv) {
+  return ic::run_guarded("inspect_checkpoint", [&] { return inspect_main(argc, argv); });
+}

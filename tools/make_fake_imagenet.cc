@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "command_line.h"
 #include "core/main_guard.h"
 #include "data/fake_imagenet.h"
 
@@ -28,14 +32,16 @@ DEFINE_bool(raw_layout, false,
 namespace {
 
 int tool_main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "make_fake_imagenet --output_dir=DIR --num_train_images=N --num_validation_images=M "
-      "--train_shards=K --validation_shards=L --image_size=S --num_classes=C");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (argc > 1) {
-    std::fprintf(stderr, "make_fake_imagenet: unexpected argument '%s'\n", argv[1]);
-    return 2;
-  }
+  static const std::vector<std::string> kFlagFiles = {"make_fake_imagenet.cc"};
+  const ic::ProgramHelp help{
+      "make_fake_imagenet",
+      "writes fake ImageNet in the converter's exact format (TFRecord shards of random but "
+      "plausible JPEGs), or the raw tree the converter reads",
+      "make_fake_imagenet --output_dir=/tmp/imagenet --num_train_images=64 "
+      "--num_validation_images=10 --image_size=96 --num_classes=10",
+      ""};
+  if (std::optional<int> exit_code = ic::start_tool(help, kFlagFiles, argc, argv))
+    return *exit_code;
   ic::FakeImageNetOptions o;
   o.output_dir = FLAGS_output_dir;
   o.num_train_images = FLAGS_num_train_images;

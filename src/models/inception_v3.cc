@@ -250,7 +250,7 @@ const ModelSpec& inception_v3_spec() {
   static const ModelSpec spec = [] {
     ModelSpec s;
     s.name = "inception_v3";
-    s.about = "Trains and evaluates Inception v3 (TF-slim's inception_v3, 1001 classes, 299x299)";
+    s.about = "trains and evaluates Inception v3 (TF-slim's inception_v3, 1001 classes, 299x299)";
     s.network.name = s.name;  // ModelOptions' defaults are Inception v3's
     s.build = models::build_inception_v3;
     s.side_fits = [](const ModelOptions& o, int64_t side) {

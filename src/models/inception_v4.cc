@@ -224,7 +224,7 @@ const ModelSpec& inception_v4_spec() {
   static const ModelSpec spec = [] {
     ModelSpec s;
     s.name = "inception_v4";
-    s.about = "Trains and evaluates Inception v4 (inception_v4_model.py, 1001 classes, 299x299)";
+    s.about = "trains and evaluates Inception v4 (inception_v4_model.py, 1001 classes, 299x299)";
     s.network.name = s.name;
     s.network.batch_norm_decay = 0.995f;
     s.recipe.learning_rate = 0.15;

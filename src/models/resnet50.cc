@@ -91,7 +91,7 @@ const ModelSpec& resnet50_spec() {
   static const ModelSpec spec = [] {
     ModelSpec s;
     s.name = "resnet50";
-    s.about = "Trains and evaluates ResNet-50 v1.5 (TF-slim names, 1000 classes, 224x224)";
+    s.about = "trains and evaluates ResNet-50 v1.5 (TF-slim names, 1000 classes, 224x224)";
     s.network.name = s.name;
     s.network.height = s.network.width = 224;
     s.network.num_classes = 1000;

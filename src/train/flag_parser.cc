@@ -106,9 +106,13 @@ Result<ParsedCommandLine> parse_command_line(int argc, const char* const* argv,
   return parsed;
 }
 
-std::string flags_help(const std::string& program, const std::vector<std::string>& defining_files) {
+std::string flags_help(const ProgramHelp& program, const std::vector<std::string>& defining_files) {
   std::ostringstream out;
-  out << "Usage: " << program << " [--flag=value ...]\n\nFlags (default in brackets):\n";
+  out << program.name << ": " << program.about << "\n\nExample:\n  " << program.example
+      << "\n\nUsage: " << program.name << " [--flag=value ...]"
+      << (program.arguments.empty() ? "" : " ARGUMENTS...") << "\n";
+  if (!program.arguments.empty()) out << "Arguments: " << program.arguments << "\n";
+  out << "\nFlags (default in brackets):\n";
   for (const auto& info : our_flags(defining_files)) {
     out << "  --" << info.name << " (" << info.type << ") ["
         << readable_value(info, info.default_value) << "]\n      " << info.description << "\n";

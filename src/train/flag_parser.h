@@ -21,8 +21,18 @@ struct ParsedCommandLine {
 Result<ParsedCommandLine> parse_command_line(int argc, const char* const* argv,
                                              const std::vector<std::string>& defining_files);
 
-// Every flag defined in `defining_files`, sorted by name, with its type, default and help.
-std::string flags_help(const std::string& program, const std::vector<std::string>& defining_files);
+// What --help says about a program before its flags.
+struct ProgramHelp {
+  std::string name;       // "classify"
+  std::string about;      // one line: what the program does
+  std::string example;    // a command that works as written (placeholders in capitals)
+  std::string arguments;  // what positional arguments are, empty when there are none
+};
+
+// The program's help: "<name>: <about>", an example command, then every flag defined in
+// `defining_files` (and no other: not the flag library's own), sorted by name, with its type,
+// default and help.
+std::string flags_help(const ProgramHelp& program, const std::vector<std::string>& defining_files);
 
 // "name=value" for every flag defined in `defining_files` (for checkpoint metadata).
 std::string flags_as_text(const std::vector<std::string>& defining_files);

@@ -5,7 +5,9 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "core/host_memory.h"
 #include "dist/communicator.h"
+#include "models/model_spec.h"
 #include "train/flag_parser.h"
 #include "train/run_loop.h"
 #include "train/stop_signal.h"
@@ -51,7 +53,13 @@ int run_main(const std::string& model, int argc, char** argv) {
   bool help = false;
   Result<RunOptions> options = parse_run_options(model, argc, argv, &help);
   if (help) {
-    std::cout << flags_help(program, training_flag_files());
+    const Result<const ModelSpec*> spec = find_model_spec(model);
+    const std::string about = spec.ok() ? (*spec)->about : "trains and evaluates " + model;
+    std::cout << flags_help({program, about,
+                             program + " --mode=train_and_eval --data_dir=TFRECORD_DIR "
+                                       "--model_dir=MODEL_DIR   (or --use_data=fake)",
+                             ""},
+                            training_flag_files());
     return 0;
   }
   if (!options.ok()) {

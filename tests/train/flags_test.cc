@@ -149,7 +149,8 @@ TEST(TrainFlags, HelpListsEveryFlagWithItsModelDefault) {
   ASSERT_TRUE(parse("inception_v4", {"--help"}, &help).ok());
   EXPECT_TRUE(help);
   ASSERT_TRUE(set_model_defaults("inception_v4").ok());
-  const std::string text = flags_help("inception_v4", training_flag_files());
+  const std::string text = flags_help(
+      {"inception_v4", "trains", "inception_v4 --use_data=fake", ""}, training_flag_files());
   for (const char* flag : {"--tpu ", "--data_dir ", "--train_batch_size (int32) [256]",
                            "--learning_rate (double) [0.15]", "--cold_learning_rate",
                            "--per_host_input_for_training", "--depth_multiplier", "--num_threads",
