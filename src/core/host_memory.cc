@@ -45,6 +45,13 @@ std::optional<size_t> available_host_memory() {
   return available;
 }
 
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
 std::optional<size_t> resident_memory() {
   std::ifstream in("/proc/self/statm");
   size_t total_pages = 0, resident_pages = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -11,6 +12,9 @@ namespace ic {
 
 // nullopt when neither /proc/meminfo nor a cgroup limit can be read.
 std::optional<size_t> available_host_memory();
+
+// The machine's physical memory (sysconf), 0 when unknown.
+uint64_t physical_memory_bytes();
 
 // This process's resident memory now (/proc/self/statm); nullopt where it cannot be read.
 std::optional<size_t> resident_memory();

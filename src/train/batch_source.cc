@@ -4,6 +4,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/host_memory.h"
 #include "data/fake_input.h"
 
 namespace ic {

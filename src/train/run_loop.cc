@@ -11,6 +11,7 @@
 
 #include "dist/device_reducer.h"
 #include "io/checkpoint_dir.h"
+#include "io/checkpoint_recovery.h"
 #include "io/event_writer.h"
 #include "io/model_dir_lock.h"
 #include "models/summary.h"
@@ -162,12 +163,22 @@ Status Session::prepare_training() {
   if (leader_) {
     IC_ASSIGN_OR_RETURN(lock_, ModelDirLock::acquire(options_.model_dir));
   }
-  IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(options_.model_dir));
-  if (latest) {
-    IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(*latest));
+  // The newest usable checkpoint, recovered from the files when the index is lost or the
+  // newest save is damaged (io/checkpoint_recovery.h).
+  IC_ASSIGN_OR_RETURN(
+      std::optional<ResumePoint> resume,
+      find_resume_point(options_.model_dir,
+                        [](const CheckpointContents& file, const std::string& path) -> Status {
+                          IC_ASSIGN_OR_RETURN(CheckpointMeta saved,
+                                              parse_checkpoint_metadata(file.metadata, path));
+                          IC_RETURN_IF_ERROR(check_checkpoint_meta(saved, path));
+                          return check_checkpoint_values(file, path);
+                        }));
+  if (resume) {
+    for (const std::string& note : resume->notes) log_ << note << "\n";
+    const std::string* latest = &resume->path;
+    const CheckpointContents& file = resume->contents;
     IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, *latest));
-    IC_RETURN_IF_ERROR(check_checkpoint_meta(saved, *latest));
-    IC_RETURN_IF_ERROR(check_checkpoint_values(file, *latest));
     IC_RETURN_IF_ERROR(check_compatible(saved, meta_, *latest));
     std::vector<std::string> notes;
     IC_RETURN_IF_ERROR(state_->restore_for_training(file, *latest, &notes));

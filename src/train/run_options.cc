@@ -1,7 +1,5 @@
 #include "train/run_options.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <initializer_list>
@@ -104,13 +102,6 @@ Status validate_run_options(const RunOptions& o) {
                  " (checkpoints and event files go there)");
   }
   return Status();
-}
-
-uint64_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return 0;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
 }
 
 Status check_memory_fits(const RunOptions& o, uint64_t physical_bytes) {

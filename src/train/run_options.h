@@ -107,7 +107,5 @@ Status validate_run_options(const RunOptions& options);
 // floats. The message gives the figures. (The shuffle buffer's need depends on the records'
 // size; the input pipeline checks it when it has seen the data.)
 Status check_memory_fits(const RunOptions& options, uint64_t physical_bytes);
-// This machine's physical memory (sysconf), 0 when unknown.
-uint64_t physical_memory_bytes();
 
 }  // namespace ic
