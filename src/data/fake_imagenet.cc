@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "core/mix64.h"
 #include "data/example.h"
 #include "data/imagenet_converter.h"
 
@@ -16,16 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// splitmix64: decorrelates (seed, index) pairs into independent generator seeds.
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 uint64_t split_seed(uint64_t seed, bool validation) {
-  return mix(seed) ^ (validation ? 0xA5A5ull : 0);
+  return mix64(seed) ^ (validation ? 0xA5A5ull : 0);
 }
 
 struct Rgb {
@@ -99,13 +92,13 @@ std::string fake_synset(int64_t label) {
 }
 
 int64_t fake_label(uint64_t seed, int64_t index, int num_classes) {
-  return 1 + static_cast<int64_t>(mix(mix(seed) + static_cast<uint64_t>(index)) %
+  return 1 + static_cast<int64_t>(mix64(mix64(seed) + static_cast<uint64_t>(index)) %
                                   static_cast<uint64_t>(num_classes));
 }
 
 RgbImage make_fake_image(uint64_t seed, int64_t index, int64_t label, int num_classes, int height,
                          int width) {
-  std::mt19937_64 rng(mix(seed ^ mix(static_cast<uint64_t>(index) + 1)));
+  std::mt19937_64 rng(mix64(seed ^ mix64(static_cast<uint64_t>(index) + 1)));
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
   // Background: a linear gradient between two muted colours in a random direction.
   const Rgb c0 = hsv_to_rgb(u(rng), 0.2f + 0.3f * u(rng), 0.3f + 0.6f * u(rng));

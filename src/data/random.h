@@ -5,15 +5,9 @@
 
 #include <cstdint>
 
-namespace ic {
+#include "core/mix64.h"
 
-// SplitMix64 finaliser: a good 64-bit mix, used to derive independent seeds.
-inline uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+namespace ic {
 
 // xoshiro256** (Blackman & Vigna): 256-bit state, passes BigCrush, a few ns per draw.
 class Rng {

@@ -3,16 +3,10 @@
 #include <cmath>
 #include <random>
 
+#include "core/mix64.h"
+
 namespace ic {
 namespace {
-
-// splitmix64: decorrelates nearby (seed, index) pairs before seeding the engine.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 void truncated_normal(std::mt19937_64& rng, float stddev, float* out, int64_t count) {
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -43,7 +37,7 @@ int64_t fan_out(const Shape& shape) {
 
 void init_param(const ParamInfo& info, uint64_t seed, uint64_t param_index, float* out) {
   const int64_t count = info.shape.numel();
-  std::mt19937_64 rng(mix(mix(seed) ^ param_index));
+  std::mt19937_64 rng(mix64(mix64(seed) ^ param_index));
   switch (info.init.kind) {
     case ParamInit::Kind::zeros:
       for (int64_t i = 0; i < count; ++i) out[i] = 0.f;
