@@ -4,27 +4,28 @@
 
 namespace ic {
 
-Result<int> micro_batches_for(const RunOptions& options, int replicas) {
-  const int64_t per_process = options.train_batch_size / replicas;
+Result<int> micro_batches_for(const RunOptions& options, int replica_count) {
+  const int64_t per_process = options.train_batch_size / replica_count;
   if (options.micro_batch_size == 0 || options.micro_batch_size == per_process) return 1;
   if (options.micro_batch_size > per_process || per_process % options.micro_batch_size != 0) {
     return error("--micro_batch_size=", options.micro_batch_size, " does not divide the ",
-                 per_process, " training images of each step", replicas > 1 ? " and process" : "",
-                 " evenly");
+                 per_process, " training images of each step",
+                 replica_count > 1 ? " and process" : "", " evenly");
   }
   return static_cast<int>(per_process / options.micro_batch_size);
 }
 
-Result<ModelOptions> model_options_for(const RunOptions& options, bool training, int replicas) {
+Result<ModelOptions> model_options_for(const RunOptions& options, bool training,
+                                       int replica_count) {
   IC_ASSIGN_OR_RETURN(ModelOptions m, default_model_options(options.model));
   const int64_t global = training ? options.train_batch_size : options.eval_batch_size;
-  if (global % replicas != 0) {
+  if (global % replica_count != 0) {
     return error("--", training ? "train" : "eval", "_batch_size=", global,
-                 " does not split evenly over ", replicas, " replicas");
+                 " does not split evenly over ", replica_count, " replicas");
   }
-  m.batch_size = global / replicas;
+  m.batch_size = global / replica_count;
   if (training) {
-    IC_ASSIGN_OR_RETURN(const int micro_batches, micro_batches_for(options, replicas));
+    IC_ASSIGN_OR_RETURN(const int micro_batches, micro_batches_for(options, replica_count));
     m.batch_size /= micro_batches;
   }
   m.height = options.height;

@@ -12,10 +12,10 @@ namespace ic {
 
 // The graph's batch: the global batch over the replicas, and for training over the
 // micro-batches each process runs a step in.
-Result<ModelOptions> model_options_for(const RunOptions& options, bool training, int replicas);
+Result<ModelOptions> model_options_for(const RunOptions& options, bool training, int replica_count);
 // How many micro-batches of --micro_batch_size make one process's share of a training step
 // (1 without the flag); an error when they do not divide it evenly.
-Result<int> micro_batches_for(const RunOptions& options, int replicas);
+Result<int> micro_batches_for(const RunOptions& options, int replica_count);
 Result<TrainRecipe> train_recipe_for(const RunOptions& options);
 CheckpointMeta checkpoint_meta_for(const RunOptions& options);
 

@@ -78,11 +78,11 @@ class Session {
         leader_(comm.rank() == 0),
         log_(leader_ ? log : null_log_),
         meta_(checkpoint_meta_for(options)),
-        replicas_(comm, backend) {}
+        reducer_(comm, backend) {}
 
   Status run() {
     if (options_.mode == "summary") return run_summary();
-    if (options_.mode == "eval" && replicas_.size() > 1) {
+    if (options_.mode == "eval" && reducer_.size() > 1) {
       return error("--mode=eval follows checkpoints in one process; start it without mpirun");
     }
     if (options_.mode == "train") return run_train();
@@ -116,7 +116,7 @@ class Session {
   }
   // True on every replica when any was asked to stop.
   bool stop_agreed() {
-    if (replicas_.any(stop_now())) stopped_ = true;
+    if (reducer_.any(stop_now())) stopped_ = true;
     return stopped_;
   }
 
@@ -126,7 +126,7 @@ class Session {
   std::ostream null_log_{nullptr};  // what the other replicas log to: nothing
   std::ostream& log_;
   CheckpointMeta meta_;
-  DeviceReducer replicas_;
+  DeviceReducer reducer_;
   TrainRecipe recipe_;
   Graph train_graph_, eval_graph_;
   std::unique_ptr<ModelState> state_;
@@ -151,8 +151,8 @@ Status Session::run_summary() {
 
 Status Session::prepare_training() {
   IC_ASSIGN_OR_RETURN(recipe_, train_recipe_for(options_));
-  IC_ASSIGN_OR_RETURN(recipe_.micro_batches, micro_batches_for(options_, replicas_.size()));
-  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, true, replicas_.size()));
+  IC_ASSIGN_OR_RETURN(recipe_.micro_batches, micro_batches_for(options_, reducer_.size()));
+  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, true, reducer_.size()));
   IC_ASSIGN_OR_RETURN(train_graph_, build_model(m));
   IC_ASSIGN_OR_RETURN(state_, ModelState::create(backend_, train_graph_, recipe_.optimizer, true,
                                                  options_.moving_average));
@@ -195,9 +195,9 @@ Status Session::prepare_training() {
     if (!options_.warm_start_from.empty()) IC_RETURN_IF_ERROR(warm_start());
   }
   share_leader_state();
-  IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_, &replicas_));
+  IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_, &reducer_));
   IC_ASSIGN_OR_RETURN(train_source_, make_batch_source(options_, true, trainer_->batch_size(),
-                                                       replicas_.rank(), replicas_.size()));
+                                                       reducer_.rank(), reducer_.size()));
   log_ << trainer_->memory_estimate() << std::endl;
   if (leader_) {
     IC_ASSIGN_OR_RETURN(train_events_, EventWriter::create(options_.model_dir));
@@ -229,20 +229,20 @@ Status Session::warm_start() {
 // Replicas start from the leader's values (its initialisation or the checkpoint it read), so
 // that identical averaged updates keep them identical.
 void Session::share_leader_state() {
-  if (replicas_.size() == 1) return;
+  if (reducer_.size() == 1) return;
   const ParamLayout& layout = state_->layout();
   for (float* arena :
        {state_->weights(), state_->slot1(), state_->slot2(), state_->ema_weights()}) {
-    if (arena != nullptr) replicas_.broadcast(arena, layout.trainable_count, 0);
+    if (arena != nullptr) reducer_.broadcast(arena, layout.trainable_count, 0);
   }
   for (float* arena : {state_->state(), state_->ema_state()}) {
-    if (arena != nullptr) replicas_.broadcast(arena, layout.state_count, 0);
+    if (arena != nullptr) reducer_.broadcast(arena, layout.state_count, 0);
   }
-  replicas_.comm().broadcast(&state_->global_step, sizeof(state_->global_step), 0);
+  reducer_.comm().broadcast(&state_->global_step, sizeof(state_->global_step), 0);
 }
 
 Status Session::prepare_evaluator() {
-  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, false, replicas_.size()));
+  IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, false, reducer_.size()));
   IC_ASSIGN_OR_RETURN(eval_graph_, build_model(m));
   if (!state_) {  // --mode=eval: only the values evaluated with
     IC_ASSIGN_OR_RETURN(OptimizerKind optimizer, parse_optimizer(options_.optimizer));
@@ -257,7 +257,7 @@ Status Session::save() {
   // Batch norm's moving statistics follow each replica's own batches; the checkpoint (and the
   // evaluation after it) takes their mean. Weights and their EMA are equal on every replica.
   for (float* arena : {state_->state(), state_->ema_state()}) {
-    if (arena != nullptr) replicas_.mean(arena, state_->layout().state_count);
+    if (arena != nullptr) reducer_.mean(arena, state_->layout().state_count);
   }
   last_saved_step_ = state_->global_step;
   last_save_time_ = Clock::now();
@@ -341,7 +341,7 @@ Status Session::train_until(int64_t target) {
     // The leader's clock decides, so that every replica saves (and averages) together.
     const bool save_due = leader_ && options_.save_checkpoints_secs > 0 &&
                           seconds_since(last_save_time_) >= options_.save_checkpoints_secs;
-    if (replicas_.any(save_due) && state_->global_step < target) IC_RETURN_IF_ERROR(save());
+    if (reducer_.any(save_due) && state_->global_step < target) IC_RETURN_IF_ERROR(save());
   }
   if (state_->global_step != last_saved_step_) IC_RETURN_IF_ERROR(save());
   if (stopped_) {
@@ -355,8 +355,8 @@ Status Session::train_until(int64_t target) {
 Result<std::string> Session::evaluate_and_report() {
   if (!evaluator_) IC_RETURN_IF_ERROR(prepare_evaluator());
   IC_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
-                      make_batch_source(options_, false, evaluator_->batch_size(), replicas_.rank(),
-                                        replicas_.size()));
+                      make_batch_source(options_, false, evaluator_->batch_size(), reducer_.rank(),
+                                        reducer_.size()));
   evaluator_->begin();
   // "Evaluation [k/n]" about ten times a pass, as TensorFlow's evaluation logs its progress.
   const std::optional<int64_t> batches = eval_batch_count(options_);
@@ -376,7 +376,7 @@ Result<std::string> Session::evaluate_and_report() {
   const std::string source_note = input_summary(*source);
   if (!source_note.empty()) log_ << source_note << std::endl;
   if (stop_agreed()) return std::string();
-  const TopKCounts c = sum_over_replicas(evaluator_->counts(), replicas_.comm());
+  const TopKCounts c = sum_over_replicas(evaluator_->counts(), reducer_.comm());
   if (c.count == 0) {  // on every replica: the sum is shared
     return error("evaluation found no image to score in the validation-* files of ",
                  options_.data_dir,
@@ -514,13 +514,13 @@ std::string format_eval_results(double accuracy, double accuracy_at_5, int64_t s
 }
 
 Status run_mode(const RunOptions& options, Backend& backend, std::ostream& log,
-                Communicator* replicas) {
+                Communicator* communicator) {
   std::unique_ptr<Communicator> single;
-  if (replicas == nullptr) {
+  if (communicator == nullptr) {
     single = make_single_process_communicator();
-    replicas = single.get();
+    communicator = single.get();
   }
-  Session session(options, backend, log, *replicas);
+  Session session(options, backend, log, *communicator);
   return session.run();
 }
 

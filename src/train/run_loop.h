@@ -23,12 +23,12 @@ namespace ic {
 // Runs options.mode (options already validated). A stop signal (SIGINT/SIGTERM) ends the run
 // with a checkpoint and an ok Status.
 //
-// With `replicas` of more than one process (mpirun), training is data parallel: each process
-// takes train_batch_size / replicas images of its own input shard per step, the gradients are
+// With a `communicator` of more than one process (mpirun), training is data parallel: each process
+// takes train_batch_size / processes images of its own input shard per step, the gradients are
 // averaged, and replica 0 logs and writes checkpoints and events; evaluation splits the
 // validation files over the replicas and sums their counts. --mode=eval is refused there.
 Status run_mode(const RunOptions& options, Backend& backend, std::ostream& log,
-                Communicator* replicas = nullptr);
+                Communicator* communicator = nullptr);
 
 // The replicas' eval counts added up (every replica gets the sum).
 TopKCounts sum_over_replicas(const TopKCounts& counts, Communicator& comm);

@@ -88,12 +88,12 @@ int run_main(const std::string& model, int argc, char** argv) {
     if (!status.ok()) std::cerr << program << ": " << status.message() << std::endl;
     return status.ok() ? 0 : 1;
   }
-  Result<std::unique_ptr<Communicator>> replicas = communicator_from_environment();
-  if (!replicas.ok()) {
-    std::cerr << program << ": " << replicas.status().message() << std::endl;
+  Result<std::unique_ptr<Communicator>> communicator = communicator_from_environment();
+  if (!communicator.ok()) {
+    std::cerr << program << ": " << communicator.status().message() << std::endl;
     return 1;
   }
-  Communicator& comm = **replicas;
+  Communicator& comm = **communicator;
   // An error on one replica stops them all: the others would wait in a collective forever.
   auto fail = [&](const std::string& message) {
     std::cerr << program;

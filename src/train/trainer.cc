@@ -53,17 +53,17 @@ size_t checkpoint_host_bytes(const ModelState& state) {
 
 Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph& graph,
                                                  const TrainRecipe& recipe,
-                                                 DeviceReducer* replicas) {
+                                                 DeviceReducer* reducer) {
   IC_RETURN_IF_ERROR(check_layout(state, graph));
   if (!graph.training) return error("Trainer needs a training graph");
   if (recipe.micro_batches < 1) return error("micro_batches must be at least 1");
   std::unique_ptr<Trainer> t(new Trainer(state));
   t->recipe_ = recipe;
-  t->replicas_ = replicas;
+  t->reducer_ = reducer;
   // Replicas see different images; they also draw different dropout masks. Rank 0 keeps the
   // single-process masks.
   // Micro-batch k of replica r draws the masks replica r * micro_batches + k would.
-  const uint64_t rank = replicas ? static_cast<uint64_t>(replicas->rank()) : 0;
+  const uint64_t rank = reducer ? static_cast<uint64_t>(reducer->rank()) : 0;
   t->micro_batches_ = recipe.micro_batches;
   t->dropout_seed_base_ =
       recipe.seed + rank * static_cast<uint64_t>(t->micro_batches_) * kReplicaSeedStride;
@@ -113,7 +113,7 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
   }
   if (want_loss) backend.sum_squares(state_.weights(), layout.decayed_count, scratch);
   // Data parallel: the mean of the replicas' gradients, as TPU's CrossShardOptimizer takes.
-  if (replicas_ != nullptr) replicas_->mean(state_.grads(), layout.trainable_count);
+  if (reducer_ != nullptr) reducer_->mean(state_.grads(), layout.trainable_count);
   // Weight decay: d/dw of wd * sum(w^2)/2 is wd * w, over the decayed prefix of the arena.
   if (recipe_.weight_decay != 0.f && layout.decayed_count > 0) {
     backend.axpy(recipe_.weight_decay, state_.weights(), state_.grads(), layout.decayed_count);
@@ -190,7 +190,7 @@ float Trainer::loss() {
     sum += static_cast<double>(total);
   }
   const double mean = sum / micro_batches_;
-  return static_cast<float>(replicas_ ? replicas_->mean(mean) : mean);
+  return static_cast<float>(reducer_ ? reducer_->mean(mean) : mean);
 }
 
 Result<std::unique_ptr<Evaluator>> Evaluator::create(ModelState& state, const Graph& graph,

@@ -37,12 +37,12 @@ struct TrainRecipe {
 class Trainer {
  public:
   // `graph` must be a training graph whose parameters match `state`'s layout. With
-  // `replicas` (data parallel, one process per replica) each step averages the gradients over
+  // a `reducer` (data parallel, one process per replica) each step averages the gradients over
   // the replicas before the update, so every replica applies the same update; the graph's batch
   // is then this replica's share of the global batch.
   static Result<std::unique_ptr<Trainer>> create(ModelState& state, const Graph& graph,
                                                  const TrainRecipe& recipe,
-                                                 DeviceReducer* replicas = nullptr);
+                                                 DeviceReducer* reducer = nullptr);
 
   // One step on a host batch: images [N,H,W,3] float32, labels [N] int32 (N = batch_size():
   // the graph's batch times the recipe's micro_batches). Advances state.global_step.
@@ -64,7 +64,7 @@ class Trainer {
   ModelState& state_;
   TrainRecipe recipe_;
   std::unique_ptr<CompiledGraph> graph_;
-  DeviceReducer* replicas_ = nullptr;
+  DeviceReducer* reducer_ = nullptr;
   uint64_t dropout_seed_base_ = 0;  // the recipe's seed, mixed with the replica's rank
   DeviceBuffer grad_sum_;           // micro-batches: the sum of their gradients (else empty)
   // [0]: sum of squares, then the loss terms of each micro-batch, one after the other.
