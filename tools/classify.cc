@@ -2,7 +2,7 @@
 //   classify --model_dir=DIR [--labels_file=F] [--logits_out=L.npy] cat.jpg dog.png ...
 // The flags live here, not in the library, so no program links two definitions of
 // --model_dir (the training programs define their own).
-#include "train/classify.h"
+#include "infer/classify.h"
 
 #include <gflags/gflags.h>
 
@@ -17,7 +17,7 @@
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
 #include "train/flag_parser.h"
-#include "train/npy.h"
+#include "infer/npy.h"
 
 DEFINE_string(model_dir, "", "Directory whose latest checkpoint is used");
 DEFINE_string(checkpoint, "",

@@ -1,4 +1,4 @@
-#include "train/classify.h"
+#include "infer/classify.h"
 
 #include <algorithm>
 #include <charconv>
@@ -14,7 +14,7 @@
 #include "models/model.h"
 #include "train/checkpoint_checks.h"
 #include "train/model_state.h"
-#include "train/npy.h"
+#include "infer/npy.h"
 #include "train/trainer.h"
 
 namespace ic {

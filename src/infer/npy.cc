@@ -1,4 +1,4 @@
-#include "train/npy.h"
+#include "infer/npy.h"
 
 #include <cstdint>
 #include <cstring>

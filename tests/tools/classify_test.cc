@@ -14,7 +14,7 @@
 #include "models/model.h"
 #include "tools/tool_runner.h"
 #include "train/model_state.h"
-#include "train/npy.h"
+#include "infer/npy.h"
 
 namespace ic {
 namespace {

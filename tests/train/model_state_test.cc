@@ -1,5 +1,5 @@
 // ModelState's arenas and their checkpoint form (TF-slim names, RMSProp/EMA slots, global_step),
-// the initialisers' distributions, and the .npy reader/writer.
+// the initialisers' distributions.
 #include "train/model_state.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +12,6 @@
 #include <set>
 
 #include "backend/backend.h"
-#include "train/npy.h"
 #include "train/param_init.h"
 
 namespace ic {
@@ -241,28 +240,6 @@ TEST(ParamInit, VarianceScalingIsContribsTruncatedNormal) {
   init_param(conv, 9, 1, other.data());
   EXPECT_EQ(again, values);
   EXPECT_NE(other, values);
-}
-
-TEST(Npy, RoundTripAndRefusals) {
-  const std::string path = (std::filesystem::temp_directory_path() / "ic_npy_test.npy").string();
-  NpyArray a{{2, 3}, {1, 2, 3, 4, 5, 6}};
-  ASSERT_TRUE(write_npy(path, a).ok());
-  EXPECT_EQ(std::filesystem::file_size(path) % 64, 24u % 64);  // 64-byte header + 24 data bytes
-  auto b = read_npy(path);
-  ASSERT_TRUE(b.ok()) << b.status().message();
-  EXPECT_EQ(b->shape, a.shape);
-  EXPECT_EQ(b->data, a.data);
-  NpyArray one{{3}, {7, 8, 9}};
-  ASSERT_TRUE(write_npy(path, one).ok());
-  auto c = read_npy(path);
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->shape, std::vector<int64_t>{3});
-  {
-    std::ofstream out(path, std::ios::binary);
-    out << "not numpy";
-  }
-  EXPECT_FALSE(read_npy(path).ok());
-  std::filesystem::remove(path);
 }
 
 }  // namespace
