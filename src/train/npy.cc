@@ -1,5 +1,6 @@
 #include "train/npy.h"
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -73,16 +74,23 @@ Result<NpyArray> read_npy(const std::string& path) {
   int64_t dim;
   while (dim_stream >> dim) {
     if (dim < 0) return error(path, ": negative dimension in shape ", shape_text);
+    // Checked so that count * sizeof(float) below cannot overflow either.
+    if (dim != 0 && count > INT64_MAX / static_cast<int64_t>(sizeof(float)) / dim) {
+      return error(path, ": shape ", shape_text, " is too large");
+    }
     array.shape.push_back(dim);
     count *= dim;
   }
+  if (!dim_stream.eof()) return error(path, ": malformed shape ", shape_text);
   const size_t data_start = header_start + header_len;
   if (bytes.size() - data_start != static_cast<size_t>(count) * sizeof(float)) {
     return error(path, ": shape ", shape_text, " needs ", count * 4, " bytes of data, file has ",
                  bytes.size() - data_start);
   }
   array.data.resize(static_cast<size_t>(count));
-  std::memcpy(array.data.data(), bytes.data() + data_start, array.data.size() * sizeof(float));
+  if (count > 0) {  // memcpy from or to a null pointer is undefined even for 0 bytes
+    std::memcpy(array.data.data(), bytes.data() + data_start, array.data.size() * sizeof(float));
+  }
   return array;
 }
 
