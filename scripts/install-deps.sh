@@ -9,6 +9,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
+  clang libclang-rt-14-dev  # fuzz/: clang and libFuzzer's runtime (with ASan and UBSan)
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-torchvision python3-pil python3-numpy linux-perf)

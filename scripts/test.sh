@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs the whole test suite twice: an optimised build,
-# then an AddressSanitizer + UndefinedBehaviorSanitizer build. Exits non-zero on any failure.
+# then an AddressSanitizer + UndefinedBehaviorSanitizer build; then fuzzes every parser of
+# outside bytes for a short while (fuzz/run.sh). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -17,3 +18,7 @@ cmake --build build-asan -j "$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j "$jobs" --timeout 1800)
+
+# libFuzzer harnesses (clang, ASan + UBSan): every committed regression input, then 15 s per
+# harness (10 harnesses: under 3 minutes with the build on 2 cores).
+bash fuzz/run.sh 15
