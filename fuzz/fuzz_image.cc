@@ -5,7 +5,6 @@
 //   bytes 1-8: the crop window y, x, height, width as little-endian int16 (negative and
 //           out-of-image values test the clamping)
 // A crop window decode must agree with the full decode on every pixel of the window.
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -13,38 +12,14 @@
 #include "data/image_codec.h"
 #include "data/imagenet_converter.h"
 #include "fuzz/fuzz_util.h"
+#include "fuzz/image_limits.h"
 
 namespace {
 
 constexpr size_t kPrefix = 9;
-// Images whose header claims more pixels are skipped, as the programs refuse them before
-// decoding (a decode allocates 3 bytes per pixel whatever the file size).
-constexpr int64_t kMaxPixels = int64_t{1} << 22;
 
 int16_t get_i16(const uint8_t* p) {
   return static_cast<int16_t>(static_cast<uint16_t>(p[0] | (p[1] << 8)));
-}
-
-// The size the header claims, or 0 when it cannot be told (then the decoder will fail anyway).
-int64_t claimed_pixels(std::string_view image) {
-  switch (ic::sniff_image_format(image)) {
-    case ic::ImageFormat::jpeg: {
-      ic::Result<ic::JpegHeader> header = ic::read_jpeg_header(image);
-      return header.ok() ? int64_t{header->height} * header->width : 0;
-    }
-    case ic::ImageFormat::png: {
-      // IHDR is the first chunk: width and height, big-endian, at bytes 16-23.
-      if (image.size() < 24) return 0;
-      auto u32 = [&](size_t at) {
-        uint64_t v = 0;
-        for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(image[at + i]);
-        return v;
-      };
-      return static_cast<int64_t>(std::min<uint64_t>(u32(16) * u32(20), INT64_MAX));
-    }
-    case ic::ImageFormat::unknown: return 0;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -56,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ic::CropWindow wanted{get_i16(data + 1), get_i16(data + 3), get_i16(data + 5),
                               get_i16(data + 7)};
   const std::string_view image = ic::fuzz::as_view(data + kPrefix, size - kPrefix);
-  if (claimed_pixels(image) > kMaxPixels) return 0;
+  if (ic::fuzz::claimed_pixels(image) > ic::fuzz::kMaxImagePixels) return 0;
 
   switch (call) {
     case 0: {

@@ -3,6 +3,7 @@
 //   fuzz_tfrecord          two-record TFRecord files (one record a tf.Example)
 //   fuzz_example           serialized tf.Examples (with and without boxes)
 //   fuzz_image             JPEGs and a PNG behind every harness prefix (call, scale, crop)
+//   fuzz_preprocess        tf.Examples of a JPEG and a PNG, labels 0-7 (every preprocessing)
 //   fuzz_safetensors       safetensors files with every dtype and metadata
 //   fuzz_json              their JSON headers
 //   fuzz_npy               .npy arrays of rank 0, 1 and 3
@@ -198,9 +199,9 @@ ic::Status synset_label_seeds(const fs::path& dir) {
 }
 
 ic::Status make_seeds(const fs::path& out) {
-  for (const char* harness :
-       {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_safetensors", "fuzz_json", "fuzz_npy",
-        "fuzz_event", "fuzz_checkpoint_state", "fuzz_idx", "fuzz_synset_labels"}) {
+  for (const char* harness : {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess",
+                              "fuzz_safetensors", "fuzz_json", "fuzz_npy", "fuzz_event",
+                              "fuzz_checkpoint_state", "fuzz_idx", "fuzz_synset_labels"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -213,6 +214,12 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(write_bytes(out / "fuzz_example" / "plain",
                                  ic::encode_image_example(example_with(small_jpeg, false))));
   IC_RETURN_IF_ERROR(image_seeds(out / "fuzz_image", {jpeg, small_jpeg, png}));
+  for (int64_t label = 0; label < 8; ++label) {
+    ic::ImageExample e = example_with(label % 2 ? png : jpeg, label < 4);
+    e.label = label;
+    IC_RETURN_IF_ERROR(write_bytes(out / "fuzz_preprocess" / ("example_" + std::to_string(label)),
+                                   ic::encode_image_example(e)));
+  }
   IC_RETURN_IF_ERROR(safetensors_seeds(out / "fuzz_safetensors", out / "fuzz_json"));
   IC_RETURN_IF_ERROR(npy_seeds(out / "fuzz_npy"));
   IC_RETURN_IF_ERROR(event_seeds(out / "fuzz_event"));
