@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs the whole test suite twice: an optimised build
-# (followed by the TensorFlow interop check, tests/interop/run.sh), then an AddressSanitizer +
-# UndefinedBehaviorSanitizer build. Exits non-zero on any failure.
+# (followed by the memory-estimate check and the TensorFlow interop check, tests/interop/run.sh),
+# then an AddressSanitizer + UndefinedBehaviorSanitizer build; then fuzzes every parser of
+# outside bytes for a short while (fuzz/run.sh). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -22,3 +23,7 @@ cmake --build build-asan -j "$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j "$jobs" --timeout 1800)
+
+# libFuzzer harnesses (clang, ASan + UBSan): every committed regression input, then 10 s per
+# harness (11 harnesses; with the build from scratch about 4 minutes on a shared 2-core VM).
+bash fuzz/run.sh 10

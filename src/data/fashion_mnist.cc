@@ -38,6 +38,20 @@ Status read_exactly(gzFile f, const std::string& path, void* out, size_t n) {
   return Status();
 }
 
+// Reads `n` bytes into *out, growing it as the data arrives: a header that claims gigabytes
+// costs memory only for the bytes the file really holds before it ends.
+Status read_growing(gzFile f, const std::string& path, uint64_t n, std::vector<uint8_t>* out) {
+  constexpr uint64_t kChunk = uint64_t{16} << 20;
+  out->clear();
+  while (out->size() < n) {
+    const size_t at = out->size();
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n - at, kChunk));
+    out->resize(at + chunk);
+    IC_RETURN_IF_ERROR(read_exactly(f, path, out->data() + at, chunk));
+  }
+  return Status();
+}
+
 // IDX: big-endian uint32 magic (0x00000800 | dims), then dims big-endian uint32 sizes.
 Result<std::vector<uint32_t>> read_idx_header(gzFile f, const std::string& path,
                                               uint32_t want_dims) {
@@ -129,16 +143,15 @@ Result<IdxImages> read_idx_images(const std::string& path) {
   }
   const uint64_t bytes = static_cast<uint64_t>(out.count) * out.rows * out.cols;
   if (bytes > (uint64_t{1} << 32)) return error(path, ": implausible size (", bytes, " bytes)");
-  out.pixels.resize(bytes);
-  IC_RETURN_IF_ERROR(read_exactly(f.get(), path, out.pixels.data(), out.pixels.size()));
+  IC_RETURN_IF_ERROR(read_growing(f.get(), path, bytes, &out.pixels));
   return out;
 }
 
 Result<std::vector<uint8_t>> read_idx_labels(const std::string& path) {
   IC_ASSIGN_OR_RETURN(GzFile f, open_gz(path));
   IC_ASSIGN_OR_RETURN(const auto dims, read_idx_header(f.get(), path, 1));
-  std::vector<uint8_t> labels(dims[0]);
-  IC_RETURN_IF_ERROR(read_exactly(f.get(), path, labels.data(), labels.size()));
+  std::vector<uint8_t> labels;
+  IC_RETURN_IF_ERROR(read_growing(f.get(), path, dims[0], &labels));
   return labels;
 }
 

@@ -16,15 +16,12 @@ struct TjHandleCloser {
 };
 using TjHandle = std::unique_ptr<void, TjHandleCloser>;
 
-// TurboJPEG handles are not thread-safe; each thread keeps one of each, for its lifetime.
-TjHandle& thread_decompressor_slot() {
-  thread_local TjHandle handle(tjInitDecompress());
-  return handle;
-}
-tjhandle thread_decompressor() { return thread_decompressor_slot().get(); }
-// TurboJPEG 2.1 leaves a decompressor mid-header after some failures (the next call then fails
-// with "Improper call to JPEG library in state 201"), so a failed handle is replaced.
-void reset_thread_decompressor() { thread_decompressor_slot().reset(tjInitDecompress()); }
+// A new decompressor for every image (creating one costs well under a microsecond): libjpeg
+// keeps Huffman and quantization tables in the decompressor from one image to the next, so a
+// reused one decodes a stream that leaves a table undefined with an earlier image's table (and
+// TurboJPEG 2.1 leaves a failed one mid-header, "Improper call to JPEG library in state 201").
+// The compressor has no such memory and stays one per thread (handles are not thread-safe).
+TjHandle new_decompressor() { return TjHandle(tjInitDecompress()); }
 tjhandle thread_compressor() {
   thread_local TjHandle handle(tjInitCompress());
   return handle.get();
@@ -74,7 +71,9 @@ Status decode_jpeg_into(std::string_view bytes, int scale_denom, RgbImage* out) 
     return error("JPEG scale denominator must be 1, 2, 4 or 8, got ", scale_denom);
   }
   IC_ASSIGN_OR_RETURN(const JpegHeader header, read_jpeg_header(bytes));
-  tjhandle handle = thread_decompressor();
+  const TjHandle owned_handle = new_decompressor();
+  tjhandle handle = owned_handle.get();
+  if (handle == nullptr) return error("cannot create a TurboJPEG decompressor");
   const int height = jpeg_scaled_size(header.height, scale_denom);
   const int width = jpeg_scaled_size(header.width, scale_denom);
   // TensorFlow's decode_jpeg uses libjpeg's fast integer IDCT (JDCT_IFAST) by default.
@@ -86,9 +85,7 @@ Status decode_jpeg_into(std::string_view bytes, int scale_denom, RgbImage* out) 
     if (tjDecompress2(handle, as_bytes(bytes), bytes.size(), out->pixels.data(), width, 0, height,
                       TJPF_RGB, flags) != 0 &&
         decode_failed(handle)) {
-      Status failure = error("JPEG decode failed: ", tjGetErrorStr2(handle));
-      reset_thread_decompressor();
-      return failure;
+      return error("JPEG decode failed: ", tjGetErrorStr2(handle));
     }
     return Status();
   }
@@ -169,17 +166,15 @@ ImageFormat sniff_image_format(std::string_view bytes) {
 }
 
 Result<JpegHeader> read_jpeg_header(std::string_view bytes) {
-  tjhandle handle = thread_decompressor();
+  const TjHandle owned_handle = new_decompressor();
+  tjhandle handle = owned_handle.get();
   if (handle == nullptr) return error("cannot create a TurboJPEG decompressor");
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
   if (tjDecompressHeader3(handle, as_bytes(bytes), bytes.size(), &width, &height, &subsampling,
                           &colorspace) != 0) {
-    Status failure = error("not a readable JPEG header: ", tjGetErrorStr2(handle));
-    reset_thread_decompressor();
-    return failure;
+    return error("not a readable JPEG header: ", tjGetErrorStr2(handle));
   }
   if (width <= 0 || height <= 0) {  // a truncated header can "succeed" with no frame read
-    reset_thread_decompressor();
     return error("JPEG header has no frame (", bytes.size(), " bytes)");
   }
   JpegHeader header;

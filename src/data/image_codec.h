@@ -2,7 +2,8 @@
 // libpng. Decoding follows TensorFlow's decode_jpeg(channels=3) / decode_png(channels=3):
 // grayscale becomes RGB, CMYK/YCCK JPEGs are converted to RGB with TensorFlow's formula, PNGs of
 // any bit depth and colour type become RGB8 (alpha dropped, as TensorFlow strips it).
-// Every function is thread-safe (each thread keeps its own TurboJPEG handles).
+// Every function is thread-safe (a decode makes its own decompressor; each thread keeps one
+// TurboJPEG compressor).
 #pragma once
 
 #include <cstdint>

@@ -37,8 +37,9 @@ void on_emit_message(j_common_ptr cinfo, int level) {
   }
 }
 
-// One decompressor per thread, created once: jpeg_create_decompress sets up the memory manager,
-// and jpeg_abort_decompress after each image keeps it for the next.
+// One decompressor per image: libjpeg keeps Huffman and quantization tables in a decompressor
+// from one image to the next, so a reused one would decode a stream that leaves a table
+// undefined with an earlier image's table (creating one costs well under a microsecond).
 class Decompressor {
  public:
   Decompressor() {
@@ -153,7 +154,7 @@ bool run_decode(Decompressor* decompressor, const Request& request, Outcome* out
 
 Outcome decode(std::string_view bytes, int scale_denom, CropWindow wanted, RgbImage* out,
                CropWindow* decoded, std::string* message) {
-  thread_local Decompressor decompressor;
+  Decompressor decompressor;
   if (!decompressor.created()) {
     *message = "cannot create a libjpeg decompressor";
     return Outcome::failed;

@@ -74,6 +74,10 @@ Result<NpyArray> read_npy(const std::string& path) {
   int64_t dim;
   while (dim_stream >> dim) {
     if (dim < 0) return error(path, ": negative dimension in shape ", shape_text);
+    // Checked so that count * sizeof(float) below cannot overflow either.
+    if (dim != 0 && count > INT64_MAX / static_cast<int64_t>(sizeof(float)) / dim) {
+      return error(path, ": shape ", shape_text, " is too large");
+    }
     array.shape.push_back(dim);
     // Overflow-checked: a hostile header's product must not wrap into a small, "matching" size.
     if (__builtin_mul_overflow(count, dim, &count) || count > INT64_MAX / int64_t{sizeof(float)}) {
@@ -87,7 +91,9 @@ Result<NpyArray> read_npy(const std::string& path) {
                  bytes.size() - data_start);
   }
   array.data.resize(static_cast<size_t>(count));
-  std::memcpy(array.data.data(), bytes.data() + data_start, array.data.size() * sizeof(float));
+  if (count > 0) {  // memcpy from or to a null pointer is undefined even for 0 bytes
+    std::memcpy(array.data.data(), bytes.data() + data_start, array.data.size() * sizeof(float));
+  }
   return array;
 }
 

@@ -225,6 +225,8 @@ class Parser {
 
 }  // namespace
 
+JsonValue::JsonValue() = default;
+
 const JsonValue* JsonValue::find(std::string_view key) const {
   for (const auto& [name, value] : members) {
     if (name == key) return &value;

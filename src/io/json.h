@@ -14,6 +14,10 @@
 namespace ic {
 
 struct JsonValue {
+  // Defined in json.cc, where std::pair<std::string, JsonValue> is complete: clang with
+  // libstdc++ cannot check an inline one while JsonValue is still being defined.
+  JsonValue();
+
   enum class Kind { null, boolean, number, string, array, object };
   Kind kind = Kind::null;
   bool boolean = false;

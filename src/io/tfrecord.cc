@@ -58,7 +58,9 @@ Result<TfRecordReader> TfRecordReader::open(const std::string& path) {
     return error(path, ": cannot stat: ", std::strerror(errno));
   }
   reader.file_size_ = static_cast<uint64_t>(st.st_size);
-  reader.buffer_ = std::make_unique<char[]>(kStdioBufferBytes);
+  // Not zero-filled: stdio writes before it reads, and clearing 1 MiB per file opened
+  // dominated reading small files (event files, the fuzzer's inputs).
+  reader.buffer_ = std::make_unique_for_overwrite<char[]>(kStdioBufferBytes);
   std::setvbuf(reader.file_.get(), reader.buffer_.get(), _IOFBF, kStdioBufferBytes);
   return reader;
 }

@@ -81,6 +81,22 @@ TEST_F(FashionMnistTest, ReadsIdxGzippedAndPlain) {
   EXPECT_FALSE(read_idx_images((root_ / "short").string()).ok());
 }
 
+// Found by fuzz/fuzz_idx: a few bytes claiming 4 billion labels (or 4 GiB of pixels) made the
+// reader allocate all of it before finding the file short. It reads what is there and fails.
+// (The memory itself is checked by the fuzz regression inputs, under libFuzzer's malloc limit.)
+TEST_F(FashionMnistTest, HugeClaimedCountsOfShortFilesAreErrors) {
+  write_plain(root_ / "labels", be32(0x00000801) + be32(0xffffffffu) + "\x01\x02");
+  Result<std::vector<uint8_t>> labels = read_idx_labels((root_ / "labels").string());
+  ASSERT_FALSE(labels.ok());
+  EXPECT_NE(labels.status().message().find("truncated"), std::string::npos)
+      << labels.status().message();
+  write_gz(root_ / "images.gz", be32(0x00000803) + be32(0x10000000u) + be32(4) + be32(4) + "ab");
+  Result<IdxImages> images = read_idx_images((root_ / "images.gz").string());
+  ASSERT_FALSE(images.ok());
+  EXPECT_NE(images.status().message().find("truncated"), std::string::npos)
+      << images.status().message();
+}
+
 TEST_F(FashionMnistTest, WritesRawLayoutTheConverterReads) {
   FashionMnistOptions o;
   o.input_dir = (root_ / "idx").string();

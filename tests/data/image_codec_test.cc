@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace ic {
 namespace {
@@ -182,6 +184,62 @@ TEST(ImageCodec, DecoderRecoversAfterBadHeaders) {
     ASSERT_TRUE(header.ok()) << header.status().message();
     EXPECT_EQ(header->width, 16);
     ASSERT_TRUE(decode_image(jpeg).ok());
+  }
+}
+
+// JPEG marker segments after SOI, up to and including SOS (the entropy-coded data follows).
+std::vector<std::string> header_segments(const std::string& jpeg, size_t* scan_start) {
+  std::vector<std::string> segments;
+  size_t pos = 2;
+  while (pos + 4 <= jpeg.size()) {
+    const size_t length =
+        (static_cast<uint8_t>(jpeg[pos + 2]) << 8) | static_cast<uint8_t>(jpeg[pos + 3]);
+    segments.push_back(jpeg.substr(pos, 2 + length));
+    const bool sos = static_cast<uint8_t>(jpeg[pos + 1]) == 0xDA;
+    pos += 2 + length;
+    if (sos) break;
+  }
+  *scan_start = pos;
+  return segments;
+}
+
+// Found by fuzz/fuzz_image: a JPEG that leaves its chroma Huffman tables undefined decodes with
+// libjpeg's standard tables, but a decoder reused from an earlier image kept that image's tables
+// and gave other pixels. Every decode must depend on its own bytes only.
+TEST(ImageCodec, DecodeDoesNotReuseAnEarlierImagesTables) {
+  const std::string jpeg = *encode_jpeg(gradient_image(16, 24), 90);  // standard tables
+  size_t scan_start = 0;
+  const std::vector<std::string> segments = header_segments(jpeg, &scan_start);
+  auto is_dht = [](const std::string& s) { return static_cast<uint8_t>(s[1]) == 0xC4; };
+  // Without the chroma tables (id 1): decodes with the standard ones, i.e. as `jpeg` does.
+  std::string without_chroma_tables = jpeg.substr(0, 2);
+  // The luma tables relabelled as chroma ones, then the same image: other chroma pixels.
+  std::string other_tables = jpeg.substr(0, 2);
+  for (const std::string& segment : segments) {
+    if (is_dht(segment) && (segment[4] & 0x0f) == 0) {
+      std::string relabelled = segment;
+      relabelled[4] = static_cast<char>(segment[4] | 1);
+      other_tables += relabelled;
+    }
+  }
+  for (const std::string& segment : segments) {
+    if (!is_dht(segment) || (segment[4] & 0x0f) == 0) without_chroma_tables += segment;
+  }
+  without_chroma_tables += jpeg.substr(scan_start);
+  other_tables += without_chroma_tables.substr(2);
+
+  const RgbImage expected = *decode_image(jpeg);
+  const CropWindow whole{0, 0, 16, 24};
+  for (int round = 0; round < 2; ++round) {
+    (void)decode_image(other_tables);  // loads other tables into a reused decoder
+    Result<RgbImage> full = decode_image(without_chroma_tables);
+    ASSERT_TRUE(full.ok()) << full.status().message();
+    EXPECT_EQ(full->pixels, expected.pixels) << "round " << round;
+    RgbImage region;
+    CropWindow decoded;
+    (void)decode_image_region_into(other_tables, 1, whole, &region, &decoded);
+    ASSERT_TRUE(decode_image_region_into(without_chroma_tables, 1, whole, &region, &decoded).ok());
+    EXPECT_EQ(region.pixels, expected.pixels) << "round " << round;
   }
 }
 

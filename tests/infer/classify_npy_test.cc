@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "infer/classify.h"
@@ -102,6 +103,41 @@ TEST(ClassifyOptionsCheck, TopKBelowOneIsAnError) {
     EXPECT_NE(result.status().message().find("top_k"), std::string::npos)
         << result.status().message();
   }
+}
+
+// Found by fuzz/fuzz_npy: a shape whose element count overflows int64 (undefined behaviour,
+// then a wrapped size that could match the file), an empty array (memcpy into a null vector),
+// and a shape that is not a list of integers.
+TEST(Npy, HostileShapes) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ic_npy_hostile_test.npy").string();
+  auto write_header = [&](const std::string& shape, const std::string& data) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+    header += '\n';
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write("\x93NUMPY\x01\x00", 8);
+    out.put(static_cast<char>(header.size() & 0xff));
+    out.put(static_cast<char>(header.size() >> 8));
+    out << header << data;
+  };
+  // 2^62 * 2^2 elements: the product wraps to 0, which an empty data section would match.
+  write_header("(4611686018427387904, 4)", "");
+  Result<NpyArray> huge = read_npy(path);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("too large"), std::string::npos)
+      << huge.status().message();
+  write_header("(0, 3)", "");
+  Result<NpyArray> empty = read_npy(path);
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_EQ(empty->shape, (std::vector<int64_t>{0, 3}));
+  EXPECT_TRUE(empty->data.empty());
+  write_header("(2, x)", std::string(8, '\0'));
+  Result<NpyArray> malformed = read_npy(path);
+  ASSERT_FALSE(malformed.ok());
+  EXPECT_NE(malformed.status().message().find("malformed shape"), std::string::npos)
+      << malformed.status().message();
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -1,0 +1,244 @@
+// make_fuzz_seeds OUT_DIR: writes a small seed corpus for every harness, OUT_DIR/<harness>/,
+// made by the project's own writers so the fuzzers start from valid inputs:
+//   fuzz_tfrecord          two-record TFRecord files (one record a tf.Example)
+//   fuzz_example           serialized tf.Examples (with and without boxes)
+//   fuzz_image             JPEGs and a PNG behind every harness prefix (call, scale, crop)
+//   fuzz_preprocess        tf.Examples of a JPEG and a PNG, labels 0-7 (every preprocessing)
+//   fuzz_safetensors       safetensors files with every dtype and metadata
+//   fuzz_json              their JSON headers
+//   fuzz_npy               .npy arrays of rank 0, 1 and 3
+//   fuzz_event             an event file with a scalar and an eval event
+//   fuzz_checkpoint_state  `checkpoint` texts as we and TensorFlow write them
+//   fuzz_idx               IDX image and label files, plain and gzipped
+//   fuzz_synset_labels     labels files for the harness's three validation images
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "data/example.h"
+#include "data/fake_imagenet.h"
+#include "data/image_codec.h"
+#include "io/checkpoint_dir.h"
+#include "io/event_writer.h"
+#include "io/safetensors.h"
+#include "io/tfrecord.h"
+#include "infer/npy.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+ic::Status write_bytes(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return ic::error(path.string(), ": cannot write");
+  return ic::Status();
+}
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+ic::RgbImage picture(int height, int width, int64_t label) {
+  return ic::make_fake_image(/*seed=*/7, /*index=*/label, label, /*num_classes=*/10, height, width);
+}
+
+ic::ImageExample example_with(const std::string& jpeg, bool boxes) {
+  ic::ImageExample e;
+  e.encoded = jpeg;
+  e.height = 24;
+  e.width = 32;
+  e.label = 3;
+  e.synset = "n01440764";
+  e.text = "tench";
+  e.filename = "n01440764_10026.JPEG";
+  if (boxes) {
+    e.bbox_ymin = {0.1f, 0.2f};
+    e.bbox_xmin = {0.1f, 0.3f};
+    e.bbox_ymax = {0.9f, 0.8f};
+    e.bbox_xmax = {0.7f, 1.0f};
+    e.bbox_label = {3, 3};
+  }
+  return e;
+}
+
+ic::Status tfrecord_seeds(const fs::path& dir, const std::string& example) {
+  IC_ASSIGN_OR_RETURN(ic::TfRecordWriter writer,
+                      ic::TfRecordWriter::create((dir / "two").string()));
+  IC_RETURN_IF_ERROR(writer.write("first record"));
+  IC_RETURN_IF_ERROR(writer.write(example));
+  IC_RETURN_IF_ERROR(writer.close());
+  // A bad data CRC in the first record: the reader skips it and reads the second.
+  std::string damaged = ic::frame_tfrecord("corrupt") + ic::frame_tfrecord("");
+  damaged[13] ^= 1;
+  return write_bytes(dir / "damaged", damaged);
+}
+
+ic::Status image_seeds(const fs::path& dir, const std::vector<std::string>& images) {
+  // Prefix: byte 0 = scale | call << 2, then y, x, height, width as little-endian int16.
+  struct Prefix {
+    uint8_t control;
+    int16_t y, x, height, width;
+  };
+  const Prefix prefixes[] = {{0, 0, 0, 0, 0},      {1, 0, 0, 0, 0},    {4, 4, 5, 12, 20},
+                             {5, 2, 3, 8, 9},      {6, -4, 30, 40, 8}, {8, 0, 0, 0, 0},
+                             {8 | 16, 0, 0, 0, 0}, {12, 0, 0, 0, 0}};
+  int n = 0;
+  for (const std::string& image : images) {
+    for (const Prefix& p : prefixes) {
+      std::string bytes(1, static_cast<char>(p.control));
+      for (const int16_t v : {p.y, p.x, p.height, p.width}) {
+        bytes += static_cast<char>(static_cast<uint16_t>(v) & 0xff);
+        bytes += static_cast<char>(static_cast<uint16_t>(v) >> 8);
+      }
+      IC_RETURN_IF_ERROR(write_bytes(dir / ("image_" + std::to_string(n++)), bytes + image));
+    }
+  }
+  return ic::Status();
+}
+
+ic::Status safetensors_seeds(const fs::path& dir, const fs::path& json_dir) {
+  const std::vector<float> weights = {1.5f, -2.0f, 0.25f, 8.0f, 0.0f, -0.5f};
+  const int64_t step = 1200;
+  const int32_t counts[] = {1, 2, 3};
+  const uint16_t bf16[] = {0x3f80, 0xc000};
+  const std::vector<ic::TensorView> tensors = {
+      {"InceptionV3/Conv2d_1a_3x3/weights", ic::DType::f32, ic::Shape({1, 2, 1, 3}),
+       weights.data()},
+      {"global_step", ic::DType::i64, ic::Shape(std::vector<int64_t>{}), &step},
+      {"counts", ic::DType::i32, ic::Shape({3}), counts},
+      {"half", ic::DType::bf16, ic::Shape({2}), bf16},
+      {"empty", ic::DType::f32, ic::Shape({0, 4}), nullptr}};
+  const fs::path with_metadata = dir / "checkpoint_like";
+  IC_RETURN_IF_ERROR(ic::write_safetensors(
+      with_metadata.string(), {{"model", "inception_v3"}, {"num_classes", "1001"}}, tensors));
+  IC_RETURN_IF_ERROR(ic::write_safetensors((dir / "one_tensor").string(), {}, {tensors[0]}));
+  IC_RETURN_IF_ERROR(ic::write_safetensors((dir / "nothing").string(), {}, {}));
+  // The JSON harness gets the headers (8-byte length, then the JSON).
+  int n = 0;
+  for (const char* name : {"checkpoint_like", "one_tensor"}) {
+    const std::string bytes = read_bytes(dir / name);
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(bytes[i]);
+    IC_RETURN_IF_ERROR(
+        write_bytes(json_dir / ("header_" + std::to_string(n++)), bytes.substr(8, length)));
+  }
+  return write_bytes(json_dir / "escapes",
+                     R"({"a":[1,-2,3.5e-3,true,false,null],"\u00e9\ud83d\ude00\n":"x\"\\\/"})");
+}
+
+ic::Status npy_seeds(const fs::path& dir) {
+  IC_RETURN_IF_ERROR(ic::write_npy((dir / "matrix").string(), {{2, 1, 3}, {1, 2, 3, 4, 5, 6}}));
+  IC_RETURN_IF_ERROR(ic::write_npy((dir / "vector").string(), {{4}, {0.5f, 1, 2, 3}}));
+  return ic::write_npy((dir / "scalar").string(), {{}, {42}});
+}
+
+ic::Status event_seeds(const fs::path& dir) {
+  const fs::path scratch = dir / "writer";
+  {
+    IC_ASSIGN_OR_RETURN(auto writer, ic::EventWriter::create(scratch.string()));
+    IC_RETURN_IF_ERROR(writer->add_scalar("loss", 6.5, 100));
+    IC_RETURN_IF_ERROR(writer->add_scalars({{"accuracy", 0.25}, {"global_step", 100}}, 100));
+    IC_RETURN_IF_ERROR(writer->flush());
+  }
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(scratch)) {
+    fs::rename(entry.path(), dir / ("events_" + std::to_string(n++)));
+  }
+  fs::remove(scratch);
+  return ic::Status();
+}
+
+ic::Status checkpoint_state_seeds(const fs::path& dir) {
+  ic::CheckpointState state;
+  state.model_checkpoint_path = "model.ckpt-2400";
+  state.all_model_checkpoint_paths = {"model.ckpt-1200", "model.ckpt-2400"};
+  IC_RETURN_IF_ERROR(write_bytes(dir / "ours", ic::checkpoint_state_text(state)));
+  return write_bytes(dir / "tensorflow",
+                     "model_checkpoint_path: \"/tmp/m/model.ckpt-5\"\n"
+                     "all_model_checkpoint_paths: '/tmp/m/model.ckpt-5'\n"
+                     "all_model_checkpoint_timestamps: 1716200000.5\n"
+                     "last_preserved_timestamp: 1716190000.25\n"
+                     "# a comment\n"
+                     "all_model_checkpoint_paths: \"a\\\"b\\\\c\\101\\x41\\n\"\n");
+}
+
+ic::Status write_gzip(const fs::path& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  if (f == nullptr) return ic::error(path.string(), ": cannot create");
+  const int wrote = gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  if (gzclose(f) != Z_OK || wrote != static_cast<int>(bytes.size())) {
+    return ic::error(path.string(), ": cannot write");
+  }
+  return ic::Status();
+}
+
+ic::Status idx_seeds(const fs::path& dir) {
+  auto u32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  std::string images = u32(0x803) + u32(2) + u32(3) + u32(4);
+  for (int i = 0; i < 2 * 3 * 4; ++i) images += static_cast<char>(i * 10);
+  const std::string labels = u32(0x801) + u32(3) + std::string("\x01\x09\x00", 3);
+  IC_RETURN_IF_ERROR(write_bytes(dir / "images", images));
+  IC_RETURN_IF_ERROR(write_bytes(dir / "labels", labels));
+  IC_RETURN_IF_ERROR(write_gzip(dir / "images_gz", images));
+  return write_gzip(dir / "labels_gz", labels);
+}
+
+ic::Status synset_label_seeds(const fs::path& dir) {
+  IC_RETURN_IF_ERROR(write_bytes(dir / "three", "n01440764\nn01443537\nn01440764\n"));
+  return write_bytes(dir / "crlf", "class_0_tshirt\r\n\r\nclass_9_ankle_boot  \r\nclass_2\r\n");
+}
+
+ic::Status make_seeds(const fs::path& out) {
+  for (const char* harness : {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess",
+                              "fuzz_safetensors", "fuzz_json", "fuzz_npy", "fuzz_event",
+                              "fuzz_checkpoint_state", "fuzz_idx", "fuzz_synset_labels"}) {
+    fs::create_directories(out / harness);
+  }
+  IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
+  IC_ASSIGN_OR_RETURN(const std::string small_jpeg, ic::encode_jpeg(picture(9, 7, 5), 50));
+  IC_ASSIGN_OR_RETURN(const std::string png, ic::encode_png(picture(6, 5, 1)));
+  const std::string example = ic::encode_image_example(example_with(jpeg, true));
+
+  IC_RETURN_IF_ERROR(tfrecord_seeds(out / "fuzz_tfrecord", example));
+  IC_RETURN_IF_ERROR(write_bytes(out / "fuzz_example" / "boxes", example));
+  IC_RETURN_IF_ERROR(write_bytes(out / "fuzz_example" / "plain",
+                                 ic::encode_image_example(example_with(small_jpeg, false))));
+  IC_RETURN_IF_ERROR(image_seeds(out / "fuzz_image", {jpeg, small_jpeg, png}));
+  for (int64_t label = 0; label < 8; ++label) {
+    ic::ImageExample e = example_with(label % 2 ? png : jpeg, label < 4);
+    e.label = label;
+    IC_RETURN_IF_ERROR(write_bytes(out / "fuzz_preprocess" / ("example_" + std::to_string(label)),
+                                   ic::encode_image_example(e)));
+  }
+  IC_RETURN_IF_ERROR(safetensors_seeds(out / "fuzz_safetensors", out / "fuzz_json"));
+  IC_RETURN_IF_ERROR(npy_seeds(out / "fuzz_npy"));
+  IC_RETURN_IF_ERROR(event_seeds(out / "fuzz_event"));
+  IC_RETURN_IF_ERROR(checkpoint_state_seeds(out / "fuzz_checkpoint_state"));
+  IC_RETURN_IF_ERROR(idx_seeds(out / "fuzz_idx"));
+  return synset_label_seeds(out / "fuzz_synset_labels");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+    return 2;
+  }
+  const ic::Status status = make_seeds(argv[1]);
+  if (!status.ok()) {
+    std::fprintf(stderr, "make_fuzz_seeds: %s\n", status.message().c_str());
+    return 1;
+  }
+  return 0;
+}
