@@ -16,17 +16,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "data/example.h"
 #include "data/fake_imagenet.h"
 #include "data/image_codec.h"
+#include "infer/npy.h"
 #include "io/checkpoint_dir.h"
 #include "io/event_writer.h"
 #include "io/safetensors.h"
+#include "io/tensor_bundle.h"
 #include "io/tfrecord.h"
-#include "infer/npy.h"
 
 namespace {
 
@@ -193,15 +195,42 @@ ic::Status idx_seeds(const fs::path& dir) {
   return write_gzip(dir / "labels_gz", labels);
 }
 
+// fuzz_tensor_bundle's input: the .index's length (4 bytes, little-endian), the .index, the data.
+ic::Status bundle_seeds(const fs::path& dir) {
+  const std::vector<float> weights = {1.5f, -2.0f, 0.25f, 8.0f, 0.0f, -0.5f};
+  const int64_t step = 1200;
+  const uint16_t bf16[] = {0x3f80, 0xc000};
+  const std::vector<ic::TensorView> tensors = {
+      {"InceptionV3/Conv2d_1a_3x3/weights", ic::DType::f32, ic::Shape({1, 2, 1, 3}),
+       weights.data()},
+      {"global_step", ic::DType::i64, ic::Shape(std::vector<int64_t>{}), &step},
+      {"half", ic::DType::bf16, ic::Shape({2}), bf16}};
+  int n = 0;
+  for (const auto& metadata : {std::map<std::string, std::string>{{"model", "inception_v3"}},
+                               std::map<std::string, std::string>{}}) {
+    const fs::path prefix = dir / ("bundle.tmp" + std::to_string(n));
+    IC_RETURN_IF_ERROR(ic::write_tensor_bundle(prefix.string(), metadata, tensors));
+    const std::string index = read_bytes(prefix.string() + ".index");
+    const std::string data = read_bytes(prefix.string() + ".data-00000-of-00001");
+    std::string bytes(4, '\0');
+    for (int i = 0; i < 4; ++i) bytes[i] = static_cast<char>((index.size() >> (8 * i)) & 0xff);
+    IC_RETURN_IF_ERROR(write_bytes(dir / ("bundle_" + std::to_string(n++)), bytes + index + data));
+    fs::remove(prefix.string() + ".index");
+    fs::remove(prefix.string() + ".data-00000-of-00001");
+  }
+  return ic::Status();
+}
+
 ic::Status synset_label_seeds(const fs::path& dir) {
   IC_RETURN_IF_ERROR(write_bytes(dir / "three", "n01440764\nn01443537\nn01440764\n"));
   return write_bytes(dir / "crlf", "class_0_tshirt\r\n\r\nclass_9_ankle_boot  \r\nclass_2\r\n");
 }
 
 ic::Status make_seeds(const fs::path& out) {
-  for (const char* harness : {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess",
-                              "fuzz_safetensors", "fuzz_json", "fuzz_npy", "fuzz_event",
-                              "fuzz_checkpoint_state", "fuzz_idx", "fuzz_synset_labels"}) {
+  for (const char* harness :
+       {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess", "fuzz_safetensors",
+        "fuzz_tensor_bundle", "fuzz_json", "fuzz_npy", "fuzz_event", "fuzz_checkpoint_state",
+        "fuzz_idx", "fuzz_synset_labels"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -221,6 +250,7 @@ ic::Status make_seeds(const fs::path& out) {
                                    ic::encode_image_example(e)));
   }
   IC_RETURN_IF_ERROR(safetensors_seeds(out / "fuzz_safetensors", out / "fuzz_json"));
+  IC_RETURN_IF_ERROR(bundle_seeds(out / "fuzz_tensor_bundle"));
   IC_RETURN_IF_ERROR(npy_seeds(out / "fuzz_npy"));
   IC_RETURN_IF_ERROR(event_seeds(out / "fuzz_event"));
   IC_RETURN_IF_ERROR(checkpoint_state_seeds(out / "fuzz_checkpoint_state"));

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
 build=${IC_FUZZ_BUILD_DIR:-build-fuzz}
-harnesses=(fuzz_tfrecord fuzz_example fuzz_image fuzz_preprocess fuzz_safetensors fuzz_json
+harnesses=(fuzz_tfrecord fuzz_example fuzz_image fuzz_preprocess fuzz_safetensors fuzz_tensor_bundle fuzz_json
            fuzz_npy fuzz_event fuzz_checkpoint_state fuzz_idx fuzz_synset_labels)
 limits=(-rss_limit_mb=2048 -timeout=10)
 

@@ -19,6 +19,8 @@
 #include <set>
 
 #include "io/json.h"
+#include "io/leveldb_table_check.h"
+#include "io/leveldb_table_check.h"
 #include "io/posix_file.h"
 #include "io/tfrecord.h"
 #include "proto/tensor_bundle.pb.h"
@@ -407,6 +409,8 @@ Result<std::map<std::string, std::string>> parse_metadata_json(const std::string
 Result<CheckpointContents> read_tensor_bundle(const std::string& prefix) {
   const std::string index_path = bundle_index_path(prefix);
   IC_ASSIGN_OR_RETURN(const std::string index, read_whole_file(index_path, kMaxIndexBytes));
+  // LevelDB allocates whatever size a block handle claims: check them all first.
+  IC_RETURN_IF_ERROR(check_table_block_handles(index, index_path));
   const leveldb::Options options = table_options();
   StringSource source(index);
   leveldb::Table* raw_table = nullptr;

@@ -254,6 +254,28 @@ TEST_F(TensorBundleTest, FlippedDataByteIsACrcMismatchNamingFileAndTensor) {
   EXPECT_NE(metadata_message.find(kBundleMetadataKey), std::string::npos) << metadata_message;
 }
 
+// LevelDB allocates whatever a block handle claims; a hostile index claiming a 32 GiB index
+// block (or data block) is refused before LevelDB sees it (found by fuzz/fuzz_tensor_bundle).
+TEST_F(TensorBundleTest, BlockHandlesOutsideTheIndexFileAreRefusedBeforeReading) {
+  write_small();
+  const std::string original = read_file(index());
+  ASSERT_GT(original.size(), 48u);
+  // A footer whose metaindex handle is (0, 0) and whose index handle is (0, 2^35).
+  std::string footer = {0x00, 0x00, 0x00};
+  uint64_t size = uint64_t{1} << 35;
+  while (size >= 0x80) {
+    footer += static_cast<char>((size & 0x7f) | 0x80);
+    size >>= 7;
+  }
+  footer += static_cast<char>(size);
+  footer.resize(40, '\0');
+  footer += original.substr(original.size() - 8);  // the magic number
+  write_file(index(), original.substr(0, original.size() - 48) + footer);
+  const std::string message = read_error();
+  EXPECT_NE(message.find(index()), std::string::npos) << message;
+  EXPECT_NE(message.find("the footer points outside the file"), std::string::npos) << message;
+}
+
 TEST_F(TensorBundleTest, TruncatedOrMissingDataFileNamesFileAndTensor) {
   write_small();
   const std::string bytes = read_file(data());
