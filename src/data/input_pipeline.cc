@@ -44,6 +44,7 @@ struct InputPipeline::State {
   InputOptions options;
   PreprocessOptions preprocess;
   std::vector<std::string> files;
+  bool reads_every_file = false;  // this shard reads every file (evaluation limits its share)
   uint64_t seed = 0;
 
   mutable std::mutex mu;
@@ -69,7 +70,9 @@ struct InputPipeline::State {
 };
 
 Result<std::vector<std::string>> list_input_files(const std::string& data_dir, bool training,
-                                                  int shard_index, int num_shards) {
+                                                  int shard_index, int num_shards,
+                                                  bool* reads_every_file) {
+  if (reads_every_file != nullptr) *reads_every_file = num_shards == 1;
   if (num_shards < 1 || shard_index < 0 || shard_index >= num_shards) {
     return error("shard ", shard_index, " of ", num_shards, " is not a valid input shard");
   }
@@ -95,6 +98,12 @@ Result<std::vector<std::string>> list_input_files(const std::string& data_dir, b
   }
   if (ec) return error("cannot list --data_dir ", data_dir, ": ", ec.message());
   std::sort(all.begin(), all.end());
+  if (!training && !all.empty() && all.size() < static_cast<size_t>(num_shards)) {
+    // Fewer validation files than shards: shard 0 reads them all and the others none, so that
+    // the shards together still see every image once (an empty shard ends at once).
+    if (reads_every_file != nullptr) *reads_every_file = shard_index == 0;
+    return shard_index == 0 ? all : std::vector<std::string>();
+  }
   std::vector<std::string> mine;
   for (size_t i = static_cast<size_t>(shard_index); i < all.size(); i += num_shards) {
     mine.push_back(all[i]);
@@ -145,13 +154,15 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
     return error("image size must be positive, got ", options.height, "x", options.width);
   }
   if (options.num_threads < 1) return error("num_threads must be >= 1, got ", options.num_threads);
+  bool reads_every_file = false;
   IC_ASSIGN_OR_RETURN(std::vector<std::string> files,
                       list_input_files(options.data_dir, options.training, options.shard_index,
-                                       options.num_shards));
+                                       options.num_shards, &reads_every_file));
   if (options.training) IC_RETURN_IF_ERROR(check_shuffle_buffer_memory(options, files.front()));
   auto state = std::make_shared<State>();
   state->options = options;
   state->files = std::move(files);
+  state->reads_every_file = reads_every_file;
   PreprocessOptions& pre = state->preprocess;
   pre.kind = options.preprocessing;
   pre.training = options.training;
@@ -207,7 +218,9 @@ void InputPipeline::State::run_reader() {
   stream_options.skip_corrupt_records = options.skip_corrupt_records;
   stream_options.seed = seed;
   RecordStream stream(files, stream_options);
-  const int64_t limit = options.training ? 0 : options.max_eval_images;
+  const int64_t limit = options.training   ? 0
+                        : reads_every_file ? options.max_eval_images
+                                           : options.max_eval_images / options.num_shards;
   uint64_t stream_index = 0;
   Status failure;
   bool end = false;

@@ -37,7 +37,9 @@ struct InputOptions {
   int num_files_infeed = 8;             // files read interleaved
   int shuffle_buffer = 1000;            // records (training only)
   int prefetch_batches = 2;             // batches prepared ahead of the consumer
-  int64_t max_eval_images = 0;          // eval: stop after this many records (0 = all)
+  // Evaluation: the whole evaluation (all shards together) stops after this many records
+  // (0 = all): each shard takes its share, all of it when it reads every file.
+  int64_t max_eval_images = 0;
   int vgg_resize_side_min = 300, vgg_resize_side_max = 600;
   // Inception training preprocessing: the crop sampler (sample_distorted_bounding_box's
   // arguments) and the colour distortion's ranges.
@@ -100,8 +102,11 @@ class InputPipeline final : public BatchSource {
 };
 
 // The sorted `train-*` or `validation-*` files of data_dir, then every num_shards-th from
-// shard_index. Error when there are none.
+// shard_index. Evaluation with fewer files than shards: shard 0 gets them all, the others
+// none. Error when data_dir has no such file, or a training shard gets none.
+// `reads_every_file` (optional) says whether this shard got every file.
 Result<std::vector<std::string>> list_input_files(const std::string& data_dir, bool training,
-                                                  int shard_index, int num_shards);
+                                                  int shard_index, int num_shards,
+                                                  bool* reads_every_file = nullptr);
 
 }  // namespace ic

@@ -45,12 +45,6 @@ class FakeRun final : public BatchSource {
   int64_t eval_batches_ = 0, produced_ = 0;
 };
 
-// A replica with no validation files to read.
-class EmptySource final : public BatchSource {
- public:
-  Result<std::shared_ptr<const Batch>> next() override { return std::shared_ptr<const Batch>(); }
-};
-
 }  // namespace
 
 Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options, bool training,
@@ -80,22 +74,13 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
   in.seed = static_cast<uint64_t>(options.seed) + static_cast<uint64_t>(replica) * 1000003u;
   in.shard_index = replica;
   in.num_shards = replicas;
-  if (!training && replicas > 1) {
-    IC_ASSIGN_OR_RETURN(std::vector<std::string> files,
-                        list_input_files(options.data_dir, false, 0, 1));
-    if (files.size() < static_cast<size_t>(replicas)) {  // replica 0 reads them all
-      if (replica != 0) return std::unique_ptr<BatchSource>(new EmptySource());
-      in.shard_index = 0;
-      in.num_shards = 1;
-    }
-  }
   in.num_files_infeed = options.num_files_infeed;
   in.shuffle_buffer = options.followup_shuffle_buffer_size;
   if (!training && options.eval_total_size > 0) {
     // The reference evaluates eval_steps = eval_total_size // eval_batch_size full batches,
-    // shared by the replicas that read validation files.
+    // shared by the replicas that read validation files (data/input_pipeline.h).
     in.max_eval_images = (options.eval_total_size / options.eval_batch_size) *
-                         static_cast<int64_t>(options.eval_batch_size) / in.num_shards;
+                         static_cast<int64_t>(options.eval_batch_size);
   }
   IC_ASSIGN_OR_RETURN(std::unique_ptr<InputPipeline> pipeline, InputPipeline::create(in));
   return std::unique_ptr<BatchSource>(std::move(pipeline));

@@ -139,9 +139,21 @@ TEST(InputPipeline, ShardsSplitFilesAcrossWorkers) {
   EXPECT_EQ(second, range_labels(6, 10));
   first.insert(second.begin(), second.end());
   EXPECT_EQ(first, range_labels(1, 15));
+  // Fewer files than workers: worker 0 evaluates every file, the others nothing, so that the
+  // workers together still see every image once. A training worker without a file is an error.
+  options.num_shards = 4;
+  options.shard_index = 0;
+  EXPECT_EQ(eval_labels(options), range_labels(1, 15));
   options.shard_index = 3;
-  options.num_shards = 4;  // no file left for this worker
-  EXPECT_FALSE(InputPipeline::create(options).ok());
+  EXPECT_TRUE(eval_labels(options).empty());
+  ShardDir train_dir("train", 3, 5);
+  InputOptions training = small_options(train_dir.path(), true);
+  training.num_shards = 4;
+  training.shard_index = 3;
+  const auto none = InputPipeline::create(training);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("input shard 3 of 4"), std::string::npos)
+      << none.status().message();
 }
 
 TEST(InputPipeline, SameSeedGivesSameBatchesWhateverTheThreadCount) {
