@@ -16,8 +16,8 @@
 #include "command_line.h"
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
-#include "train/flag_parser.h"
 #include "infer/npy.h"
+#include "train/flag_parser.h"
 
 DEFINE_string(model_dir, "", "Directory whose latest checkpoint is used");
 DEFINE_string(checkpoint, "",

@@ -9,12 +9,12 @@
 #include <sstream>
 
 #include "data/preprocessing.h"
+#include "infer/npy.h"
 #include "io/checkpoint_dir.h"
 #include "io/safetensors.h"
 #include "models/model.h"
 #include "train/checkpoint_checks.h"
 #include "train/model_state.h"
-#include "infer/npy.h"
 #include "train/trainer.h"
 
 namespace ic {

@@ -20,7 +20,6 @@
 
 #include "io/json.h"
 #include "io/leveldb_table_check.h"
-#include "io/leveldb_table_check.h"
 #include "io/posix_file.h"
 #include "io/tfrecord.h"
 #include "proto/tensor_bundle.pb.h"

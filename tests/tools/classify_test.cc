@@ -10,11 +10,11 @@
 
 #include "backend/backend.h"
 #include "data/image_codec.h"
+#include "infer/npy.h"
 #include "io/checkpoint_dir.h"
 #include "models/model.h"
 #include "tools/tool_runner.h"
 #include "train/model_state.h"
-#include "infer/npy.h"
 
 namespace ic {
 namespace {
