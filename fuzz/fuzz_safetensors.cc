@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "fuzz/fuzz_util.h"
+#include "fuzz/same_checkpoint.h"
 #include "io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -18,16 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string copy = ic::fuzz::ScratchDir::path() + "/copy.safetensors";
   if (!ic::write_safetensors(copy, *file).ok()) return 0;
   ic::Result<ic::SafetensorsFile> again = ic::read_safetensors(copy);
-  if (!again.ok() || again->metadata != file->metadata ||
-      again->tensors.size() != file->tensors.size()) {
-    std::abort();
-  }
-  for (const ic::TensorEntry& t : file->tensors) {
-    const ic::TensorEntry* u = again->find(t.name);
-    if (u == nullptr || u->bytes != t.bytes || u->dtype != t.dtype ||
-        u->shape.dims() != t.shape.dims()) {
-      std::abort();
-    }
-  }
+  if (!again.ok()) std::abort();
+  ic::fuzz::abort_unless_same(*file, *again);
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "fuzz/fuzz_util.h"
+#include "fuzz/same_checkpoint.h"
 #include "io/tensor_bundle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -30,16 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The writer refuses only names it reserves, which the reader may have accepted.
   if (!ic::write_tensor_bundle(copy, file->metadata, views).ok()) return 0;
   ic::Result<ic::CheckpointContents> again = ic::read_tensor_bundle(copy);
-  if (!again.ok() || again->metadata != file->metadata ||
-      again->tensors.size() != file->tensors.size()) {
-    std::abort();
-  }
-  for (const ic::TensorEntry& t : file->tensors) {
-    const ic::TensorEntry* u = again->find(t.name);
-    if (u == nullptr || u->bytes != t.bytes || u->dtype != t.dtype ||
-        u->shape.dims() != t.shape.dims()) {
-      std::abort();
-    }
-  }
+  if (!again.ok()) std::abort();
+  ic::fuzz::abort_unless_same(*file, *again);
   return 0;
 }
