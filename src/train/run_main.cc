@@ -109,6 +109,13 @@ int run_main(const std::string& model, int argc, char** argv) {
               << (*backend)->description();
     if (comm.size() > 1) std::cout << ", data parallel over " << comm.description();
     std::cout << std::endl;
+    // Said, not silently dropped: a user who asks for an export must not believe one was made.
+    if (!options->export_dir.empty()) {
+      std::cout << "Note: --export_dir=" << options->export_dir
+                << " is not acted on: this build writes no SavedModel yet; the trained model is "
+                   "the TensorFlow checkpoint in --model_dir (tf.train.load_checkpoint reads it)"
+                << std::endl;
+    }
   }
   install_stop_signal_handlers(program.c_str(), options->stop_timeout_secs);
   Status status;
