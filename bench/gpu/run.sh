@@ -7,6 +7,9 @@
 # Everything goes to $OUT/gpu_bench.log. Budget: < 8 minutes on one H200 with 16 cores.
 #
 #   OUT=/tmp/out bench/gpu/run.sh            env: BUILD (build dir), PYTHON, STEPS, JOBS
+# On a GPU machine without our Debian libraries, run it inside the bundle (docs/gpu.md), which
+# sets IC_BIN: then nothing is built and the bundle's programs are timed:
+#   bash .gpu/device-bundle.sh run .gpu/ic-bundle.tgz -- bash bench/gpu/run.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/bench/gpu/out}
@@ -23,18 +26,24 @@ stamp() { echo "=== [$(($(date +%s) - start)) s] $*"; }
 stamp "device"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
 
-stamp "configure + build (Release, CUDA, sm_90)"
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DIC_WITH_CUDA=ON \
-  >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build "$BUILD" --target backend_test train_test train_bench -j"$JOBS" \
-  >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -40; exit 1; }
+if [[ -n ${IC_BIN:-} ]]; then
+  stamp "programs from the bundle: $IC_BIN (no build)"
+  BIN=$IC_BIN
+else
+  stamp "configure + build (Release, CUDA, sm_90)"
+  BIN=$BUILD/bin
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DIC_WITH_CUDA=ON \
+    >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+  cmake --build "$BUILD" --target backend_test train_test train_bench -j"$JOBS" \
+    >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -40; exit 1; }
+fi
 
 stamp "GPU tests"
 tests_rc=0
-timeout 240 "$BUILD/bin/backend_test" --gtest_filter='Cuda*' --gtest_brief=1 || tests_rc=$?
-timeout 240 "$BUILD/bin/train_test" --gtest_filter='Cuda*' --gtest_brief=1 || tests_rc=$?
+timeout 240 "$BIN/backend_test" --gtest_filter='Cuda*' --gtest_brief=1 || tests_rc=$?
+timeout 240 "$BIN/train_test" --gtest_filter='Cuda*' --gtest_brief=1 || tests_rc=$?
 echo "GPU tests exit status: $tests_rc"
 
 results=$OUT/results.txt
@@ -42,7 +51,7 @@ results=$OUT/results.txt
 for config in "bfloat16 128" "float32 64"; do
   set -- $config
   stamp "ours: $1 batch $2"
-  IC_CUDNN_BENCHMARK=${IC_CUDNN_BENCHMARK:-1} timeout 180 "$BUILD/bin/train_bench" \
+  IC_CUDNN_BENCHMARK=${IC_CUDNN_BENCHMARK:-1} timeout 180 "$BIN/train_bench" \
     --precision="$1" --batch="$2" --steps="$STEPS" --warmup=5 | tee -a "$results"
   stamp "torch: $1 batch $2"
   timeout 180 "$PYTHON" "$ROOT/bench/gpu/torch_inception_bench.py" --precision="$1" \
