@@ -112,10 +112,7 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   if (options.top_k < 1)
     return error("bad value ", options.top_k, " for top_k (allowed: 1 or more)");
   IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(result.checkpoint));
-  IC_ASSIGN_OR_RETURN(CheckpointMeta meta,
-                      parse_checkpoint_metadata(file.metadata, result.checkpoint));
-  IC_RETURN_IF_ERROR(check_checkpoint_meta(meta, result.checkpoint));
-  IC_RETURN_IF_ERROR(check_checkpoint_values(file, result.checkpoint));
+  IC_ASSIGN_OR_RETURN(CheckpointMeta meta, checked_checkpoint_meta(file, result.checkpoint));
 
   std::vector<float> images;
   std::vector<std::string> names;

@@ -22,6 +22,14 @@ Status check_checkpoint_meta(const CheckpointMeta& meta, const std::string& path
   return Status();
 }
 
+Result<CheckpointMeta> checked_checkpoint_meta(const CheckpointContents& file,
+                                               const std::string& path) {
+  IC_ASSIGN_OR_RETURN(CheckpointMeta meta, parse_checkpoint_metadata(file.metadata, path));
+  IC_RETURN_IF_ERROR(check_checkpoint_meta(meta, path));
+  IC_RETURN_IF_ERROR(check_checkpoint_values(file, path));
+  return meta;
+}
+
 Status check_checkpoint_values(const SafetensorsFile& file, const std::string& path) {
   for (const TensorEntry& tensor : file.tensors) {
     const size_t count = tensor.bytes.size() / dtype_size(tensor.dtype);

@@ -23,4 +23,9 @@ Status check_checkpoint_meta(const CheckpointMeta& meta, const std::string& path
 // Error naming `path`, the tensor and the element when a floating-point tensor holds NaN or Inf.
 Status check_checkpoint_values(const SafetensorsFile& file, const std::string& path);
 
+// Everything a program checks of a checkpoint it read before using it: its metadata parses
+// and is in range, and its values are finite. Returns the metadata.
+Result<CheckpointMeta> checked_checkpoint_meta(const CheckpointContents& file,
+                                               const std::string& path);
+
 }  // namespace ic

@@ -165,15 +165,11 @@ Status Session::prepare_training() {
   }
   // The newest usable checkpoint, recovered from the files when the index is lost or the
   // newest save is damaged (io/checkpoint_recovery.h).
-  IC_ASSIGN_OR_RETURN(
-      std::optional<ResumePoint> resume,
-      find_resume_point(options_.model_dir,
-                        [](const CheckpointContents& file, const std::string& path) -> Status {
-                          IC_ASSIGN_OR_RETURN(CheckpointMeta saved,
-                                              parse_checkpoint_metadata(file.metadata, path));
-                          IC_RETURN_IF_ERROR(check_checkpoint_meta(saved, path));
-                          return check_checkpoint_values(file, path);
-                        }));
+  IC_ASSIGN_OR_RETURN(std::optional<ResumePoint> resume,
+                      find_resume_point(options_.model_dir, [](const CheckpointContents& file,
+                                                               const std::string& path) {
+                        return checked_checkpoint_meta(file, path).status();
+                      }));
   if (resume) {
     for (const std::string& note : resume->notes) log_ << note << "\n";
     const std::string* latest = &resume->path;
@@ -450,9 +446,7 @@ Status Session::run_eval() {
         continue;
       }
       IC_ASSIGN_OR_RETURN(CheckpointContents file, std::move(read));
-      IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, path));
-      IC_RETURN_IF_ERROR(check_checkpoint_meta(saved, path));
-      IC_RETURN_IF_ERROR(check_checkpoint_values(file, path));
+      IC_ASSIGN_OR_RETURN(CheckpointMeta saved, checked_checkpoint_meta(file, path));
       IC_RETURN_IF_ERROR(check_compatible(saved, meta_, path));
       IC_RETURN_IF_ERROR(state_->restore_for_eval(file, options_.moving_average, path));
       IC_ASSIGN_OR_RETURN(std::string results, evaluate_and_report());
