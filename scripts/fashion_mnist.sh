@@ -5,16 +5,18 @@
 #
 #   scripts/fashion_mnist.sh [work_dir]        (default /tmp/fashion_mnist; needs build/bin)
 # Environment: PROCESSES (2: data parallel, one single-threaded replica per core, through
-# mpirun; 1: one process on every core), TRAIN_STEPS (10000), EXTRA_FLAGS (appended to the
-# trainer's flags).
+# mpirun; 1: one process on every core), TRAIN_STEPS (10000), STEPS_PER_EVAL (2500),
+# EXTRA_FLAGS (appended to the trainer's flags), CLASSIFY_FLAGS (appended to classify's, e.g.
+# --device=cuda:0), BIN (the programs; build/bin), FMNIST_IDX (the IDX files; Debian's folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=build/bin
+bin=${BIN:-build/bin}
 work=${1:-/tmp/fashion_mnist}
 raw=$work/raw data=$work/tfrecord model=$work/model
 mkdir -p "$work"
 
-[[ -d $raw/validation ]] || $bin/fashion_mnist_to_raw --output_dir="$raw"
+[[ -d $raw/validation ]] ||
+  $bin/fashion_mnist_to_raw --output_dir="$raw" ${FMNIST_IDX:+--input_dir="$FMNIST_IDX"}
 [[ -f $data/validation-00003-of-00004 ]] ||
   $bin/imagenet_to_tfrecord --raw_data_dir="$raw" --local_scratch_dir="$data" \
     --train_shards=16 --validation_shards=4
@@ -40,7 +42,7 @@ fi
 # shellcheck disable=SC2086
 "${launch[@]}" $bin/inception_v3 --mode=train_and_eval --data_dir="$data" --model_dir="$model" \
   --num_classes=11 --width=75 --height=75 --depth_multiplier=0.25 \
-  --train_batch_size=128 --train_steps="${TRAIN_STEPS:-10000}" --train_steps_per_eval=2500 \
+  --train_batch_size=128 --train_steps="${TRAIN_STEPS:-10000}" --train_steps_per_eval="${STEPS_PER_EVAL:-2500}" \
   --iterations=200 --eval_batch_size=500 --num_train_images=60000 \
   --learning_rate=0.04125 --weight_decay=4e-4 --learning_rate_decay_epochs=1 \
   --learning_rate_decay=0.94 --min_crop_area=0.8 --cb_distortion_range=0 --cr_distortion_range=0 \
@@ -49,7 +51,8 @@ fi
 # classify every test image with the final checkpoint; label k+1 is the k-th synset in sorted order.
 sort -u "$raw/synset_labels.txt" | awk '{ print NR, $1 }' >"$work/labels.txt"
 ls "$raw/validation" | sort | sed "s|^|$raw/validation/|" |
-  xargs $bin/classify --model_dir="$model" --labels_file="$work/labels.txt" >"$work/classify.txt"
+  xargs $bin/classify --model_dir="$model" --labels_file="$work/labels.txt" ${CLASSIFY_FLAGS:-} \
+    >"$work/classify.txt"
 awk -v labels="$raw/synset_labels.txt" -v names="$work/labels.txt" '
   BEGIN { while ((getline s < names) > 0) { split(s, f, " "); id[f[2]] = f[1] }
           while ((getline s < labels) > 0) truth[n++] = id[s] }

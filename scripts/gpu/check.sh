@@ -102,26 +102,14 @@ sys.exit(0 if diff / scale <= 1e-3 and same else 1)
 PY
 }
 
+# docs/fashion-mnist.md's recipe, written once in scripts/fashion_mnist.sh: one process on the GPU.
 fashion_mnist() {
-  local raw=$WORK/fm_raw data=$WORK/fm_tfrecord model=$WORK/fm_model
-  [[ -d $raw/validation ]] || "$BIN/fashion_mnist_to_raw" --input_dir="$FMNIST" --output_dir="$raw" || return 1
-  [[ -f $data/validation-00003-of-00004 ]] ||
-    "$BIN/imagenet_to_tfrecord" --raw_data_dir="$raw" --local_scratch_dir="$data" \
-      --train_shards=16 --validation_shards=4 || return 1
-  rm -rf "$model"
+  rm -rf "$WORK/fm/model"
   local t0=$(date +%s)
-  "$BIN/inception_v3" --use_tpu=True --mode=train_and_eval --data_dir="$data" --model_dir="$model" \
-    --num_classes=11 --width=75 --height=75 --depth_multiplier=0.25 \
-    --train_batch_size=128 --train_steps="$FM_STEPS" --train_steps_per_eval="$FM_EVAL" \
-    --iterations=200 --eval_batch_size=500 --num_train_images=60000 \
-    --learning_rate=0.04125 --weight_decay=4e-4 --learning_rate_decay_epochs=1 \
-    --learning_rate_decay=0.94 --min_crop_area=0.8 --cb_distortion_range=0 \
-    --cr_distortion_range=0 --save_checkpoints_secs=300 || return 1
-  echo "train_and_eval wall time: $(($(date +%s) - t0)) s"
-  ls "$raw/validation" | sort | sed "s|^|$raw/validation/|" |
-    xargs "$BIN/classify" --model_dir="$model" --device="$GPU" >"$OUT/fm_classify.txt" || return 1
-  echo "classified $(grep -c JPEG "$OUT/fm_classify.txt") test images on $GPU"
-  grep "Saving dict" "$OUT/fashion_mnist.log" 2>/dev/null | tail -n 1 || true
+  BIN=$BIN FMNIST_IDX=$FMNIST PROCESSES=1 TRAIN_STEPS=$FM_STEPS STEPS_PER_EVAL=$FM_EVAL \
+    EXTRA_FLAGS=--use_tpu=True CLASSIFY_FLAGS=--device=$GPU \
+    bash "$ROOT/scripts/fashion_mnist.sh" "$WORK/fm" || return 1
+  echo "Fashion-MNIST end to end (conversion done once): $(($(date +%s) - t0)) s on $GPU"
 }
 
 if [[ ${1:-} == __stage ]]; then
