@@ -16,6 +16,7 @@ namespace {
 using testing::run_command;
 using testing::TempDir;
 using testing::ToolOutput;
+using testing::train_tiny_model;
 
 // A tmpfs of `megabytes` at `path`, unmounted at the end of the scope.
 class SmallDisk {
@@ -37,25 +38,16 @@ class SmallDisk {
   bool mounted_ = false;
 };
 
-ToolOutput train_to(const std::string& model_dir, int steps) {
-  return run_command(testing::bin_path("inception_v3") +
-                     " --mode=train --use_data=fake --use_tpu=False --num_threads=1"
-                     " --iterations=2 --train_batch_size=2 --width=75 --height=75"
-                     " --depth_multiplier=0.1 --num_classes=11 --save_checkpoints_secs=0"
-                     " --train_steps=" +
-                     std::to_string(steps) + " --model_dir=" + model_dir);
-}
-
 TEST(DiskFull, AFailedSaveLeavesThePreviousCheckpointIntactAndStopsWithTheCause) {
   TempDir dir;
   const std::string model = dir.path() + "/model";
   // One checkpoint of this model is about 4.6 MB: room for one, not for a second beside it.
   SmallDisk disk(model, 7);
   if (!disk.mounted()) GTEST_SKIP() << "skipped: cannot mount a tmpfs here (needs root)";
-  ToolOutput first = train_to(model, 2);
+  ToolOutput first = train_tiny_model(model, 2);
   ASSERT_EQ(first.exit_code, 0) << first.output;
 
-  ToolOutput full = train_to(model, 4);
+  ToolOutput full = train_tiny_model(model, 4);
   EXPECT_EQ(full.exit_code, 1) << full.output;
   EXPECT_TRUE(full.contains("No space left on device")) << full.output;
   EXPECT_TRUE(full.contains(model + "/model.ckpt-4")) << full.output;

@@ -53,11 +53,8 @@ TEST(Help, AnUnknownFlagIsRefusedWithExitCode2) {
 // the program must say so rather than let the user believe an export exists.
 TEST(Help, ExportDirIsSaidNotToBeActedOn) {
   testing::TempDir dir;
-  const ToolOutput run = run_tool("inception_v3",
-                                  "--use_data=fake --use_tpu=False --mode=train --train_steps=1 "
-                                  "--iterations=1 --train_batch_size=2 --width=75 --height=75 "
-                                  "--depth_multiplier=0.1 --num_threads=1 --export_dir=" +
-                                      dir.path() + "/export --model_dir=" + dir.path() + "/model");
+  const ToolOutput run =
+      testing::train_tiny_model(dir.path() + "/model", 1, "--export_dir=" + dir.path() + "/export");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(run.contains("--export_dir=" + dir.path() + "/export is not acted on")) << run.output;
 }

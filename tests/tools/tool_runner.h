@@ -46,6 +46,18 @@ inline ToolOutput run_tool(const std::string& program, const std::string& args) 
 }
 
 // A fresh directory under the system temp dir, removed at the end of the test.
+// Trains a tiny Inception v3 on fake data to `steps` (absolute) in model_dir, one thread, one
+// checkpoint at the end; `extra` flags come last and win.
+inline ToolOutput train_tiny_model(const std::string& model_dir, int steps,
+                                   const std::string& extra = "") {
+  return run_command("timeout 300 " + bin_path("inception_v3") +
+                     " --mode=train --use_data=fake --use_tpu=False --num_threads=1"
+                     " --iterations=2 --train_batch_size=2 --width=75 --height=75"
+                     " --depth_multiplier=0.1 --num_classes=11 --save_checkpoints_secs=0"
+                     " --train_steps=" +
+                     std::to_string(steps) + " --model_dir=" + model_dir + " " + extra);
+}
+
 class TempDir {
  public:
   TempDir() {
