@@ -172,15 +172,15 @@ Status Session::prepare_training() {
                       }));
   if (resume) {
     for (const std::string& note : resume->notes) log_ << note << "\n";
-    const std::string* latest = &resume->path;
+    const std::string& latest = resume->path;
     const CheckpointContents& file = resume->contents;
-    IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, *latest));
-    IC_RETURN_IF_ERROR(check_compatible(saved, meta_, *latest));
+    IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, latest));
+    IC_RETURN_IF_ERROR(check_compatible(saved, meta_, latest));
     std::vector<std::string> notes;
-    IC_RETURN_IF_ERROR(state_->restore_for_training(file, *latest, &notes));
+    IC_RETURN_IF_ERROR(state_->restore_for_training(file, latest, &notes));
     for (const std::string& note : notes) log_ << note << "\n";
-    log_ << "Restoring parameters from " << *latest << " (global step " << state_->global_step
-         << ")" << std::endl;
+    log_ << "Restoring parameters from " << latest << " (global step " << state_->global_step << ")"
+         << std::endl;
     last_saved_step_ = state_->global_step;
     if (!options_.warm_start_from.empty()) {
       log_ << "Not warm-starting from " << options_.warm_start_from
