@@ -10,12 +10,16 @@
 #include <limits>
 #include <sstream>
 
+#include "io/file_bytes.h"
 #include "io/json.h"
 
 namespace ic {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::raw_bytes;
+using testing::read_file;
+using testing::write_file;
 
 // A fresh directory per test, removed afterwards.
 class SafetensorsTest : public ::testing::Test {
@@ -31,23 +35,6 @@ class SafetensorsTest : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   fs::path dir_;
 };
-
-template <typename T>
-std::string raw_bytes(const std::vector<T>& values) {
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // A safetensors file made by hand: 8-byte little-endian length, header, data.
 std::string make_file(std::string header, const std::string& data) {

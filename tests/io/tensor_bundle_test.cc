@@ -18,6 +18,7 @@
 #include <sstream>
 #include <utility>
 
+#include "io/file_bytes.h"
 #include "io/tfrecord.h"
 #include "proto/tensor_bundle.pb.h"
 
@@ -25,24 +26,10 @@ namespace ic {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::raw_bytes;
+using testing::read_file;
+using testing::write_file;
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-template <typename T>
-std::string raw_bytes(const std::vector<T>& values) {
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
 
 std::string le32(uint32_t v) {
   std::string out(4, '\0');
