@@ -11,6 +11,10 @@ packages=(
   python3 python3-venv
   dataset-fashion-mnist
   clang libclang-rt-14-dev  # fuzz/: clang and libFuzzer's runtime (with ASan and UBSan)
+  libonnx-dev                # export: ONNX's protobuf messages and its model checker
+  libcpp-httplib-dev nlohmann-json3-dev  # serve: HTTP server, JSON
+  libcurl4-openssl-dev libssl-dev        # gs:// and s3://: HTTPS requests, RS256 and SigV4 signing
+  wrk chromium               # serve: the load benchmark and the browser test of its web page
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-torchvision python3-pil python3-numpy linux-perf)

@@ -10,6 +10,7 @@
 
 #include "data/preprocessing.h"
 #include "infer/npy.h"
+#include "infer/trained_model.h"
 #include "io/checkpoint_dir.h"
 #include "io/safetensors.h"
 #include "models/model.h"
@@ -101,13 +102,7 @@ Result<std::map<int64_t, std::string>> read_label_names(const std::string& path)
 
 Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend) {
   ClassifyResult result;
-  result.checkpoint = options.checkpoint;
-  if (result.checkpoint.empty()) {
-    if (options.model_dir.empty()) return error("give --model_dir or --checkpoint");
-    IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(options.model_dir));
-    if (!latest) return error("no checkpoint in ", options.model_dir);
-    result.checkpoint = *latest;
-  }
+  IC_ASSIGN_OR_RETURN(result.checkpoint, resolve_checkpoint(options.model_dir, options.checkpoint));
   if (options.inputs.empty()) return error("no inputs (give image or .npy files)");
   if (options.top_k < 1)
     return error("bad value ", options.top_k, " for top_k (allowed: 1 or more)");
@@ -122,15 +117,7 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   }
   const int64_t count = static_cast<int64_t>(names.size());
 
-  IC_ASSIGN_OR_RETURN(ModelOptions m, default_model_options(meta.model));
-  m.batch_size = count;
-  m.height = meta.height;
-  m.width = meta.width;
-  m.num_classes = meta.num_classes;
-  m.depth_multiplier = static_cast<float>(meta.depth_multiplier);
-  m.training = false;
-  m.aux_logits = true;  // the checkpoint has the aux head; its tensors must load
-  m.build_losses = false;
+  IC_ASSIGN_OR_RETURN(ModelOptions m, inference_model_options(meta, count));
   IC_ASSIGN_OR_RETURN(Graph graph, build_model(m));
   IC_ASSIGN_OR_RETURN(std::unique_ptr<ModelState> state,
                       ModelState::create(backend, graph, OptimizerKind::sgd, false, false));

@@ -174,6 +174,8 @@ Status check_entry(const TensorEntry& entry, const ParamInfo& param, const std::
   return Status();
 }
 
+}  // namespace
+
 Result<int64_t> read_global_step(const CheckpointContents& file, const std::string& path) {
   const TensorEntry* step = file.find("global_step");
   if (step == nullptr) return error(path, ": checkpoint has no global_step");
@@ -189,8 +191,6 @@ Result<int64_t> read_global_step(const CheckpointContents& file, const std::stri
   }
   return error(path, ": global_step is not an int64 scalar");
 }
-
-}  // namespace
 
 Status ModelState::restore_for_training(const CheckpointContents& file, const std::string& path,
                                         std::vector<std::string>* notes) {

@@ -43,6 +43,8 @@ Result<CheckpointMeta> parse_checkpoint_metadata(const std::map<std::string, std
                                                  const std::string& path);
 // "inception_v3, 1001 classes, depth_multiplier 1, 299x299 images"
 std::string describe(const CheckpointMeta& meta);
+// The checkpoint's global_step (int64 or int32 scalar); errors name `path`.
+Result<int64_t> read_global_step(const CheckpointContents& file, const std::string& path);
 // The model, class count and depth multiplier must agree (they decide every tensor shape);
 // the message gives both descriptions.
 Status check_compatible(const CheckpointMeta& saved, const CheckpointMeta& run,
