@@ -17,6 +17,7 @@
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
 #include "infer/npy.h"
+#include "train/choices.h"
 #include "train/flag_parser.h"
 
 DEFINE_string(model_dir, "", "Directory whose latest checkpoint is used");
@@ -66,13 +67,17 @@ int classify_main(int argc, char** argv) {
               << " cores of this machine; using " << cores << std::endl;
     b.num_threads = cores;
   }
-  if (FLAGS_device.rfind("cuda", 0) == 0) {
-    b.kind = DeviceKind::cuda;
-    b.device_index = FLAGS_device.size() > 5 ? std::atoi(FLAGS_device.c_str() + 5) : 0;
-  } else if (FLAGS_device != "cpu") {
+  // The trainers' --device parser; an empty value (the trainers' "decided by --use_tpu") is
+  // no device here.
+  const std::optional<DeviceChoice> device = parse_device(FLAGS_device);
+  if (!device || device->kind == DeviceChoice::Kind::from_use_tpu) {
     std::cerr << "classify: bad value '" << FLAGS_device
               << "' for --device (allowed: cpu, cuda, cuda:N)" << std::endl;
     return 2;
+  }
+  if (device->kind == DeviceChoice::Kind::cuda) {
+    b.kind = DeviceKind::cuda;
+    b.device_index = device->cuda_index.value_or(0);
   }
   std::map<int64_t, std::string> label_names;
   if (!FLAGS_labels_file.empty()) {

@@ -193,16 +193,6 @@ Status remove_checkpoint_files(const std::string& prefix) {
 
 }  // namespace
 
-Result<CheckpointFormat> parse_checkpoint_format(const std::string& name) {
-  if (name == "tf") return CheckpointFormat::tf;
-  if (name == "safetensors") return CheckpointFormat::safetensors;
-  return error("bad value '", name, "' for --checkpoint_format (allowed: tf, safetensors)");
-}
-
-const char* checkpoint_format_name(CheckpointFormat format) {
-  return format == CheckpointFormat::tf ? "tf" : "safetensors";
-}
-
 std::string checkpoint_prefix(const std::string& model_dir, int64_t step) {
   return join(model_dir, "model.ckpt-" + std::to_string(step));
 }

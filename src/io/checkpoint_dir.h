@@ -23,10 +23,8 @@
 
 namespace ic {
 
+// What save_checkpoint writes (the trainers' --checkpoint_format: tf or safetensors).
 enum class CheckpointFormat { tf, safetensors };
-// "tf" or "safetensors" (the --checkpoint_format values).
-Result<CheckpointFormat> parse_checkpoint_format(const std::string& name);
-const char* checkpoint_format_name(CheckpointFormat format);
 
 // model_dir/model.ckpt-<step>
 std::string checkpoint_prefix(const std::string& model_dir, int64_t step);

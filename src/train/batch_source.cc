@@ -50,7 +50,7 @@ class FakeRun final : public BatchSource {
 Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options, bool training,
                                                        int64_t batch_size, int replica,
                                                        int replicas) {
-  if (options.use_data == "fake") {
+  if (options.use_data == UseData::fake) {
     return std::unique_ptr<BatchSource>(new FakeRun(options, training, batch_size));
   }
   InputOptions in;
@@ -59,8 +59,7 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
   in.batch_size = batch_size;
   in.height = options.height;
   in.width = options.width;
-  in.preprocessing = options.preprocessing == "vgg" ? PreprocessOptions::Kind::vgg
-                                                    : PreprocessOptions::Kind::inception;
+  in.preprocessing = options.preprocessing;
   in.use_annotated_bbox = options.use_annotated_bbox;
   in.crop.min_area = static_cast<float>(options.min_crop_area);
   in.cb_range = static_cast<float>(options.cb_distortion_range);
@@ -87,7 +86,7 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
 }
 
 std::optional<int64_t> eval_batch_count(const RunOptions& options) {
-  if (options.use_data == "fake") {
+  if (options.use_data == UseData::fake) {
     const int64_t images = options.eval_total_size > 0 ? options.eval_total_size : 50000;
     return std::max<int64_t>(1, images / options.eval_batch_size);
   }

@@ -21,13 +21,6 @@ std::string format_double(double value) {
 
 }  // namespace
 
-Result<OptimizerKind> parse_optimizer(const std::string& name) {
-  if (name == "sgd") return OptimizerKind::sgd;
-  if (name == "momentum") return OptimizerKind::momentum;
-  if (name == "RMS") return OptimizerKind::rmsprop;
-  return error("bad value '", name, "' for --optimizer (allowed: sgd, momentum, RMS)");
-}
-
 std::map<std::string, std::string> checkpoint_metadata(const CheckpointMeta& meta) {
   return {{"format_version", kCheckpointFormatVersion},
           {"model", meta.model},

@@ -19,12 +19,9 @@
 #include "graph/graph.h"
 #include "graph/param_layout.h"
 #include "io/checkpoint_contents.h"
+#include "models/model_spec.h"
 
 namespace ic {
-
-enum class OptimizerKind { sgd, momentum, rmsprop };
-// "sgd", "momentum", "RMS" (the --optimizer values).
-Result<OptimizerKind> parse_optimizer(const std::string& name);
 
 // What a checkpoint holds a model of; stored as the checkpoint metadata (the bundle's
 // metadata entry, or the safetensors __metadata__).

@@ -1,6 +1,7 @@
 #include "train/recipe.h"
 
 #include "models/model_spec.h"
+#include "train/flag_table.h"
 
 namespace ic {
 
@@ -36,14 +37,14 @@ Result<ModelOptions> model_options_for(const RunOptions& options, bool training,
   // The contrib model always builds AuxLogits, so the eval loss has the aux term too.
   m.aux_logits = true;
   m.build_losses = true;
-  m.compute = options.precision == "bfloat16" ? DType::bf16 : DType::f32;
+  m.compute = options.precision == Precision::bfloat16 ? DType::bf16 : DType::f32;
   return m;
 }
 
 Result<TrainRecipe> train_recipe_for(const RunOptions& options) {
   IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(options.model));
   TrainRecipe r;
-  IC_ASSIGN_OR_RETURN(r.optimizer, parse_optimizer(options.optimizer));
+  r.optimizer = options.optimizer;
   r.nesterov = spec->recipe.nesterov;
   r.weight_decay = static_cast<float>(options.weight_decay);
   r.moving_average = options.moving_average;
@@ -70,7 +71,7 @@ CheckpointMeta checkpoint_meta_for(const RunOptions& options) {
   meta.height = options.height;
   meta.width = options.width;
   meta.depth_multiplier = options.depth_multiplier;
-  meta.flags = options.flags_text;
+  meta.flags = flags_as_text(options);
   return meta;
 }
 

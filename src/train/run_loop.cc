@@ -81,12 +81,12 @@ class Session {
         reducer_(comm, backend) {}
 
   Status run() {
-    if (options_.mode == "summary") return run_summary();
-    if (options_.mode == "eval" && reducer_.size() > 1) {
+    if (options_.mode == Mode::summary) return run_summary();
+    if (options_.mode == Mode::eval && reducer_.size() > 1) {
       return error("--mode=eval follows checkpoints in one process; start it without mpirun");
     }
-    if (options_.mode == "train") return run_train();
-    if (options_.mode == "eval") return run_eval();
+    if (options_.mode == Mode::train) return run_train();
+    if (options_.mode == Mode::eval) return run_eval();
     return run_train_and_eval();
   }
 
@@ -241,8 +241,8 @@ Status Session::prepare_evaluator() {
   IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, false, reducer_.size()));
   IC_ASSIGN_OR_RETURN(eval_graph_, build_model(m));
   if (!state_) {  // --mode=eval: only the values evaluated with
-    IC_ASSIGN_OR_RETURN(OptimizerKind optimizer, parse_optimizer(options_.optimizer));
-    IC_ASSIGN_OR_RETURN(state_, ModelState::create(backend_, eval_graph_, optimizer, false, false));
+    IC_ASSIGN_OR_RETURN(
+        state_, ModelState::create(backend_, eval_graph_, options_.optimizer, false, false));
   }
   IC_ASSIGN_OR_RETURN(evaluator_, Evaluator::create(*state_, eval_graph_,
                                                     static_cast<float>(options_.weight_decay)));
@@ -260,10 +260,9 @@ Status Session::save() {
   if (!leader_) return Status();
   log_ << "Saving checkpoints for " << state_->global_step << " into " << options_.model_dir
        << "/model.ckpt." << std::endl;
-  IC_ASSIGN_OR_RETURN(CheckpointFormat format, parse_checkpoint_format(options_.checkpoint_format));
   IC_RETURN_IF_ERROR(save_checkpoint(options_.model_dir, state_->global_step,
                                      checkpoint_metadata(meta_), state_->checkpoint_tensors(),
-                                     options_.keep_checkpoint_max, format));
+                                     options_.keep_checkpoint_max, options_.checkpoint_format));
   return Status();
 }
 

@@ -7,8 +7,6 @@
 #include "backend/backend.h"
 #include "core/host_memory.h"
 #include "dist/communicator.h"
-#include "models/model_spec.h"
-#include "train/flag_parser.h"
 #include "train/run_loop.h"
 #include "train/stop_signal.h"
 #include "train/train_flags.h"
@@ -28,10 +26,10 @@ Result<std::unique_ptr<Backend>> choose_backend(const RunOptions& options, bool 
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     b.num_threads = std::max(1, cores / local_count);
   }
-  if (options.device == "cpu") return make_backend(b);
-  if (options.device.rfind("cuda", 0) == 0) {
+  if (options.device.kind == DeviceChoice::Kind::cpu) return make_backend(b);
+  if (options.device.kind == DeviceChoice::Kind::cuda) {
     b.kind = DeviceKind::cuda;
-    b.device_index = options.device.size() > 5 ? std::stoi(options.device.substr(5)) : local_rank;
+    b.device_index = options.device.cuda_index.value_or(local_rank);
     return make_backend(b);
   }
   if (!options.use_tpu) return make_backend(b);
@@ -53,13 +51,12 @@ int run_main(const std::string& model, int argc, char** argv) {
   bool help = false;
   Result<RunOptions> options = parse_run_options(model, argc, argv, &help);
   if (help) {
-    const Result<const ModelSpec*> spec = find_model_spec(model);
-    const std::string about = spec.ok() ? (*spec)->about : "trains and evaluates " + model;
-    std::cout << flags_help({program, about,
-                             program + " --mode=train_and_eval --data_dir=TFRECORD_DIR "
-                                       "--model_dir=MODEL_DIR   (or --use_data=fake)",
-                             ""},
-                            training_flag_files());
+    const Result<std::string> text = trainer_help(model);
+    if (!text.ok()) {
+      std::cerr << program << ": " << text.status().message() << std::endl;
+      return 1;
+    }
+    std::cout << *text;
     return 0;
   }
   if (!options.ok()) {
@@ -78,7 +75,7 @@ int run_main(const std::string& model, int argc, char** argv) {
     std::cerr << program << ": " << fits.message() << std::endl;
     return 2;
   }
-  if (options->mode == "summary") {
+  if (options->mode == Mode::summary) {
     Result<std::unique_ptr<Backend>> none = make_backend(BackendOptions{});
     if (!none.ok()) {
       std::cerr << program << ": " << none.status().message() << std::endl;
@@ -105,7 +102,7 @@ int run_main(const std::string& model, int argc, char** argv) {
   Result<std::unique_ptr<Backend>> backend = choose_backend(*options, comm.rank() == 0);
   if (!backend.ok()) return fail(backend.status().message());
   if (comm.rank() == 0) {
-    std::cout << "Running " << model << " --mode=" << options->mode << " on "
+    std::cout << "Running " << model << " --mode=" << choice_name(options->mode) << " on "
               << (*backend)->description();
     if (comm.size() > 1) std::cout << ", data parallel over " << comm.description();
     std::cout << std::endl;

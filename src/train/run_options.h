@@ -1,8 +1,9 @@
-// Everything a training/evaluation run is told from the command line: the flags of the
-// reference inception_v3.py (tensorflow/tpu) and inception_v4.py with
-// the same names, defaults and meanings, plus ours (depth_multiplier, num_threads, device,
-// seed, keep_checkpoint_max, checkpoint_format, warm_start_from). Flags the reference defines but
-// that have no effect here (TPU addresses, transpose, prefetch sizes...) are accepted and listed in
+// Everything a training/evaluation run is told from the command line (train/flag_table.cc
+// declares each flag once: name, type, help, allowed values and the member here it sets): the flags
+// of the reference inception_v3.py (tensorflow/tpu) and inception_v4.py with the same names,
+// defaults and meanings, plus ours (depth_multiplier, num_threads, device, seed,
+// keep_checkpoint_max, checkpoint_format, warm_start_from). Flags the reference defines but that
+// have no effect here (TPU addresses, transpose, prefetch sizes...) are accepted and listed in
 // docs/differences.md.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "train/choices.h"
 
 namespace ic {
 
@@ -27,13 +29,13 @@ struct RunOptions {
   int32_t eval_batch_size = 1024;   // global
   int32_t train_steps = 213000;
   int32_t train_steps_per_eval = 2000;
-  std::string mode = "train_and_eval";  // train | eval | train_and_eval | summary
+  Mode mode = Mode::train_and_eval;
   int32_t min_eval_interval = 180;
   int32_t eval_timeout = -1;  // seconds; < 0: wait forever (the reference's None)
   bool use_tpu = true;        // "use the accelerator": the GPU when there is one
-  std::string use_data = "real";
+  UseData use_data = UseData::real;
   double learning_rate = 0.165;
-  std::string optimizer = "RMS";
+  OptimizerKind optimizer = OptimizerKind::rmsprop;  // the reference's "RMS"
   int32_t num_classes = 1001;
   int32_t width = 299, height = 299;
   bool transpose_enabled = false;
@@ -41,7 +43,7 @@ struct RunOptions {
   int32_t save_summary_steps = 100;
   int32_t save_checkpoints_secs = 1000;
   bool moving_average = true;
-  std::string preprocessing = "inception";
+  Preprocessing preprocessing = Preprocessing::inception;
   bool use_annotated_bbox = false;
   double learning_rate_decay = 0.94;
   int32_t learning_rate_decay_epochs = 3;
@@ -56,7 +58,7 @@ struct RunOptions {
   int32_t num_parallel_calls = 64;
   int32_t initial_shuffle_buffer_size = 1024;
   int32_t followup_shuffle_buffer_size = 1000;
-  std::string precision = "float32";
+  Precision precision = Precision::float32;
   double cb_distortion_range = 0.1, cr_distortion_range = 0.1;
   bool use_fast_color_distort = true;
   // inception_v4.py extras.
@@ -65,14 +67,14 @@ struct RunOptions {
   // Ours.
   double depth_multiplier = 1.0;
   int32_t num_threads = 0;  // compute threads; 0 = all cores
-  std::string device;       // "" (from --use_tpu), "cpu", "cuda:N"
+  DeviceChoice device;      // "" (from --use_tpu), "cpu", "cuda", "cuda:N"
   int64_t seed = 0;
   int32_t keep_checkpoint_max = 5;
   // Images per micro-batch in each process (0: the process's whole share of the batch).
   int32_t micro_batch_size = 0;
-  // What save_checkpoint writes: "tf" (TensorFlow's V2 bundle, so TensorFlow's tools read the
-  // model_dir) or "safetensors". Either is read back whatever this says.
-  std::string checkpoint_format = "tf";
+  // What save_checkpoint writes: tf (TensorFlow's V2 bundle, so TensorFlow's tools read the
+  // model_dir) or safetensors. Either is read back whatever this says.
+  CheckpointFormat checkpoint_format = CheckpointFormat::tf;
   // A checkpoint (or a model_dir's latest) whose variables initialise a fresh run, by TF-slim
   // name where the shape matches (TensorFlow's warm start); ignored when resuming.
   std::string warm_start_from;
@@ -94,12 +96,11 @@ struct RunOptions {
   // After SIGINT/SIGTERM, seconds to wait for a step boundary (where the checkpoint is
   // written) before exiting at once; a second signal exits at once anyway.
   int32_t stop_timeout_secs = 60;
-  // The flags as given ("--name=value ..."), stored in checkpoint metadata.
-  std::string flags_text;
 };
 
-// Checks every value against what it may be; the message names the flag and the allowed
-// values. Pure: no files or devices are touched.
+// Checks every value against what it may be (each flag's range from the flag table, then the
+// rules that join flags: --data_dir with real data, --model_dir outside summary); the message
+// names the flag and the allowed values. Pure: no files or devices are touched.
 Status validate_run_options(const RunOptions& options);
 
 // Refuses batch and buffer sizes whose input memory alone is beyond `physical_bytes` (0 =

@@ -1,31 +1,25 @@
-// The command-line flags of inception_v3 / inception_v4 / resnet50 (gflags, defined in
-// train_flags.cc) and their conversion to RunOptions.
+// The command line of inception_v3 / inception_v4 / resnet50: argv into RunOptions and the
+// --help text, both from the flag table (train/flag_table.h). No flag library: the trainers
+// accept exactly the table's flags.
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "core/status.h"
 #include "train/run_options.h"
 
 namespace ic {
 
-// The source file that defines the training flags, for parse_command_line().
-inline const std::vector<std::string>& training_flag_files() {
-  static const std::vector<std::string> files = {"train_flags.cc"};
-  return files;
-}
-
-// Changes the flags' defaults to `model`'s recipe (inception_v4.py's defaults, ResNet-50's
-// from resnet_main.py); inception_v3 keeps the v3.py defaults. Call before parsing.
-Status set_model_defaults(const std::string& model);
-
-// The current flag values.
-RunOptions read_run_options(const std::string& model);
-
-// set_model_defaults + parse + validate. `help` is set when --help was given (the caller
-// prints flags_help and exits 0).
+// `model`'s defaults (default_run_options), then argv, then validate_run_options. Accepts
+// --name=value, --name value, -name=value, for booleans --name, --noname and --name=True/False
+// (any case; also t/f, yes/no, 1/0); "--" ends the flags. An unknown flag's error names it and
+// the nearest flag. `help` is set when --help (-h, --helpfull) was given: then nothing is
+// validated and the caller prints trainer_help and exits 0.
 Result<RunOptions> parse_run_options(const std::string& model, int argc, const char* const* argv,
                                      bool* help);
+
+// "<model>: <what it trains>", an example command, then every flag by name with its type,
+// default (this model's), allowed values or range, and help.
+Result<std::string> trainer_help(const std::string& model);
 
 }  // namespace ic

@@ -1,7 +1,6 @@
 // Hostile values reaching the trainer's library code: checkpoints with absurd metadata or NaN
 // weights, flags whose memory need is beyond the machine, and stop signals that must not leave the
 // process unstoppable.
-#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -77,7 +76,7 @@ TEST(CheckpointChecks, NanOrInfValuesAreRefusedNamingTheTensor) {
 
 TEST(MemoryNeeds, BatchesBeyondPhysicalMemoryAreRefusedWithTheFigures) {
   RunOptions o;
-  o.mode = "eval";
+  o.mode = Mode::eval;
   o.eval_batch_size = 100000;
   const Status refused = check_memory_fits(o, uint64_t{23} << 30);
   ASSERT_FALSE(refused.ok());
@@ -94,7 +93,7 @@ TEST(MemoryNeeds, BatchesBeyondPhysicalMemoryAreRefusedWithTheFigures) {
 
 TEST(NewFlags, BadValuesAreRefused) {
   RunOptions o;
-  o.use_data = "fake";
+  o.use_data = UseData::fake;
   o.model_dir = "/tmp/x";
   ASSERT_TRUE(validate_run_options(o).ok());
   RunOptions fraction = o;

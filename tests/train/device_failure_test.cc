@@ -1,7 +1,6 @@
 // A device that fails asynchronously (as a CUDA kernel fault does: the call returns, the error
 // shows up later in Backend::status()) stops the run loop at the end of that loop, with the
 // device's message, before a loss is reported or a checkpoint of its weights is written.
-#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -90,7 +89,6 @@ bool has_checkpoint_files(const std::string& model_dir) {
 }
 
 TEST(DeviceFailure, TrainingStopsAtTheLoopEndWithTheDeviceMessageAndWritesNoCheckpoint) {
-  gflags::FlagSaver saver;
   TempDir dir;
   Result<RunOptions> options = tiny_run(dir.path(), "train");
   ASSERT_TRUE(options.ok()) << options.status().message();
@@ -108,7 +106,6 @@ TEST(DeviceFailure, TrainingStopsAtTheLoopEndWithTheDeviceMessageAndWritesNoChec
 }
 
 TEST(DeviceFailure, EvaluationReportsNoResultFromAFailedDevice) {
-  gflags::FlagSaver saver;
   TempDir dir;
   Result<RunOptions> options = tiny_run(dir.path(), "train_and_eval");
   ASSERT_TRUE(options.ok()) << options.status().message();

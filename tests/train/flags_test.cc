@@ -1,20 +1,24 @@
-// The training programs' command line: reference defaults per model, True/False spellings,
-// and refusal of unknown flags and bad values with the allowed values in the message.
-#include <gflags/gflags.h>
+// The training programs' command line, from the flag table: every flag parses its default and
+// another value into RunOptions; reference defaults per model (in RunOptions and in --help);
+// True/False spellings; refusal of unknown flags (with the nearest name) and of bad values (with
+// the allowed values); the checkpoint metadata's flag text parses back to the same options.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include "train/flag_parser.h"
+#include "models/model_spec.h"
+#include "train/flag_table.h"
 #include "train/train_flags.h"
 
 namespace ic {
 namespace {
 
-Result<RunOptions> parse(const std::string& model, std::vector<std::string> args,
+Result<RunOptions> parse(const std::string& model, const std::vector<std::string>& args,
                          bool* help = nullptr) {
-  gflags::FlagSaver saver;  // each parse starts from the registered defaults
   std::vector<const char*> argv = {"prog"};
   for (const std::string& a : args) argv.push_back(a.c_str());
   bool ignored = false;
@@ -26,15 +30,110 @@ bool mentions(const Status& status, const std::string& text) {
   return status.message().find(text) != std::string::npos;
 }
 
+// A value of `flag` other than its default in `defaults`, and valid on its own.
+std::string other_value(const Flag& flag, const RunOptions& defaults) {
+  const std::string current = flag.get(defaults);
+  switch (flag.type) {
+    case FlagType::boolean: return current == "true" ? "false" : "true";
+    case FlagType::choice:
+      for (const std::string& a : flag.allowed) {
+        if (a != current) return a;
+      }
+      return "";
+    case FlagType::int32:
+    case FlagType::int64: return std::to_string(std::stoll(current) + 1);
+    case FlagType::float64: {
+      const double v = std::stod(current);
+      std::ostringstream out;
+      out << (v != 0 ? v / 2 : 0.5);
+      return out.str();
+    }
+    case FlagType::string: return std::string(flag.name) == "device" ? "cuda:1" : "/some/value";
+  }
+  return "";
+}
+
+// Every flag's value, by name.
+std::map<std::string, std::string> values(const RunOptions& o) {
+  std::map<std::string, std::string> out;
+  for (const Flag& f : trainer_flags()) out[f.name] = f.get(o);
+  return out;
+}
+
+const std::vector<std::string> kDirs = {"--data_dir=/d", "--model_dir=/m"};
+
+TEST(FlagTable, NamesAreUniqueAndEveryFlagHasHelp) {
+  std::set<std::string> names;
+  for (const Flag& f : trainer_flags()) {
+    EXPECT_TRUE(names.insert(f.name).second) << "--" << f.name << " declared twice";
+    EXPECT_GT(std::string(f.help).size(), 10u) << f.name;
+    EXPECT_EQ(f.type == FlagType::choice, !f.allowed.empty()) << f.name;
+  }
+  EXPECT_GE(names.size(), 60u);
+}
+
+TEST(FlagTable, EveryFlagParsesItsDefaultAndAnotherValueIntoItsOwnMember) {
+  for (const ModelSpec* spec : model_registry()) {
+    Result<RunOptions> base = parse(spec->name, kDirs);
+    ASSERT_TRUE(base.ok()) << spec->name << ": " << base.status().message();
+    const auto base_values = values(*base);
+    for (const Flag& f : trainer_flags()) {
+      SCOPED_TRACE(std::string(spec->name) + " --" + f.name);
+      // The default, spelled as the table spells it, parses to itself.
+      std::vector<std::string> args = kDirs;
+      args.push_back("--" + std::string(f.name) + "=" + f.get(*base));
+      Result<RunOptions> same = parse(spec->name, args);
+      ASSERT_TRUE(same.ok()) << same.status().message();
+      EXPECT_EQ(values(*same), base_values);
+      // Another value lands in this flag's member and in no other.
+      const std::string value = other_value(f, *base);
+      ASSERT_NE(value, f.get(*base));
+      args.back() = "--" + std::string(f.name) + "=" + value;
+      Result<RunOptions> changed = parse(spec->name, args);
+      ASSERT_TRUE(changed.ok()) << changed.status().message();
+      auto expected = base_values;
+      expected[f.name] = value;
+      EXPECT_EQ(values(*changed), expected);
+      // The other spellings: --name value, and --name / --noname for booleans.
+      args = kDirs;
+      if (f.type == FlagType::boolean) {
+        args.push_back((value == "true" ? "--" : "--no") + std::string(f.name));
+      } else {
+        args.push_back("--" + std::string(f.name));
+        args.push_back(value);
+      }
+      Result<RunOptions> spelled = parse(spec->name, args);
+      ASSERT_TRUE(spelled.ok()) << spelled.status().message();
+      EXPECT_EQ(values(*spelled), expected);
+    }
+  }
+}
+
+TEST(FlagTable, TheCheckpointsFlagTextParsesBackToTheSameOptions) {
+  Result<RunOptions> o =
+      parse("resnet50", {"--use_data=fake", "--model_dir=/tmp/x", "--optimizer=sgd",
+                         "--learning_rate=0.3", "--device=cuda:2", "--nomoving_average"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  const std::string text = flags_as_text(*o);
+  std::vector<std::string> args;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) args.push_back(word);
+  EXPECT_EQ(args.size(), trainer_flags().size());
+  Result<RunOptions> again = parse("resnet50", args);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(flags_as_text(*again), text);
+  EXPECT_NE(text.find("--learning_rate=0.3 "), std::string::npos) << text;
+  EXPECT_NE(text.find("--optimizer=sgd "), std::string::npos) << text;
+}
+
 TEST(TrainFlags, InceptionV3DefaultsAreTheReferenceFlags) {
-  gflags::FlagSaver saver;
   Result<RunOptions> o = parse("inception_v3", {"--use_data=fake", "--model_dir=/tmp/x"});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->train_batch_size, 1024);
   EXPECT_EQ(o->train_steps, 213000);
   EXPECT_DOUBLE_EQ(o->learning_rate, 0.165);
-  EXPECT_EQ(o->optimizer, "RMS");
-  EXPECT_EQ(o->mode, "train_and_eval");
+  EXPECT_EQ(o->optimizer, OptimizerKind::rmsprop);
+  EXPECT_EQ(o->mode, Mode::train_and_eval);
   EXPECT_EQ(o->iterations, 100);
   EXPECT_EQ(o->num_classes, 1001);
   EXPECT_EQ(o->width, 299);
@@ -46,12 +145,13 @@ TEST(TrainFlags, InceptionV3DefaultsAreTheReferenceFlags) {
   EXPECT_TRUE(o->moving_average);
   EXPECT_FALSE(o->use_annotated_bbox);
   EXPECT_EQ(o->keep_checkpoint_max, 5);
-  EXPECT_EQ(o->checkpoint_format, "tf");  // TensorFlow's own checkpoints, as the reference
+  EXPECT_EQ(o->checkpoint_format, CheckpointFormat::tf);  // TensorFlow's own, as the reference
+  EXPECT_EQ(o->precision, Precision::float32);
+  EXPECT_EQ(o->device, DeviceChoice{});
   EXPECT_DOUBLE_EQ(o->weight_decay, 4e-5);
 }
 
 TEST(TrainFlags, InceptionV4DefaultsFollowInceptionV4Py) {
-  gflags::FlagSaver saver;
   Result<RunOptions> o = parse("inception_v4", {"--use_data=fake", "--model_dir=/tmp/x"});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->train_batch_size, 256);
@@ -66,40 +166,78 @@ TEST(TrainFlags, InceptionV4DefaultsFollowInceptionV4Py) {
 }
 
 TEST(TrainFlags, ResNet50DefaultsFollowResnetMain) {
-  gflags::FlagSaver saver;
   Result<RunOptions> o = parse("resnet50", {"--use_data=fake", "--model_dir=/tmp/x"});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->train_steps, 112590);
   EXPECT_EQ(o->iterations, 1251);
   EXPECT_EQ(o->num_classes, 1000);
   EXPECT_EQ(o->width, 224);
-  EXPECT_EQ(o->optimizer, "momentum");
-  EXPECT_EQ(o->precision, "bfloat16");
+  EXPECT_EQ(o->optimizer, OptimizerKind::momentum);
+  EXPECT_EQ(o->precision, Precision::bfloat16);
+  EXPECT_FALSE(o->moving_average);
   EXPECT_DOUBLE_EQ(o->weight_decay, 1e-4);
 }
 
 TEST(TrainFlags, PythonStyleBooleansAndSeparateValues) {
-  gflags::FlagSaver saver;
-  Result<RunOptions> o =
-      parse("inception_v3", {"--use_tpu=False", "--moving_average=True", "--use_data", "fake",
-                             "--model_dir=/tmp/x", "--nouse_fast_color_distort", "--tpu=my-tpu",
-                             "--gcp_project=p", "--tpu_zone=us-central1-b"});
+  Result<RunOptions> o = parse("inception_v3", {
+                                                   "--use_tpu=False",
+                                                   "--moving_average=True",
+                                                   "--use_data",
+                                                   "fake",
+                                                   "--model_dir=/tmp/x",
+                                                   "--nouse_fast_color_distort",
+                                                   "--tpu=my-tpu",
+                                                   "--gcp_project=p",
+                                                   "--tpu_zone=us-central1-b",
+                                                   "-seed=7",
+                                                   "--use_annotated_bbox=yes",
+                                                   "--",
+                                               });
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_FALSE(o->use_tpu);
   EXPECT_TRUE(o->moving_average);
   EXPECT_FALSE(o->use_fast_color_distort);
-  EXPECT_EQ(o->use_data, "fake");
+  EXPECT_TRUE(o->use_annotated_bbox);
+  EXPECT_EQ(o->use_data, UseData::fake);
   EXPECT_EQ(o->tpu, "my-tpu");
-  EXPECT_NE(o->flags_text.find("--use_tpu=false"), std::string::npos);
+  EXPECT_EQ(o->seed, 7);
+  EXPECT_NE(flags_as_text(*o).find("--use_tpu=false"), std::string::npos);
 }
 
-TEST(TrainFlags, UnknownFlagIsRefused) {
-  gflags::FlagSaver saver;
+TEST(TrainFlags, DeviceIsParsedOnce) {
+  const std::vector<std::pair<std::string, DeviceChoice>> cases = {
+      {"", {}},
+      {"cpu", {DeviceChoice::Kind::cpu, std::nullopt}},
+      {"cuda", {DeviceChoice::Kind::cuda, std::nullopt}},
+      {"cuda:3", {DeviceChoice::Kind::cuda, 3}},
+  };
+  for (const auto& [text, expected] : cases) {
+    Result<RunOptions> o = parse("inception_v3", {"--mode=summary", "--device=" + text});
+    ASSERT_TRUE(o.ok()) << text << ": " << o.status().message();
+    EXPECT_EQ(o->device, expected) << text;
+    EXPECT_EQ(device_name(o->device), text);
+  }
+}
+
+TEST(TrainFlags, UnknownFlagIsRefusedWithTheNearestName) {
   Result<RunOptions> o = parse("inception_v3", {"--use_data=fake", "--no_such_flag=1"});
   ASSERT_FALSE(o.ok());
   EXPECT_TRUE(mentions(o.status(), "unknown command-line flag '--no_such_flag=1'"));
-  // gflags' own flags are not ours either.
+  EXPECT_FALSE(mentions(o.status(), "did you mean")) << o.status().message();
+  const Status typo = parse("inception_v3", {"--trian_steps=5"}).status();
+  EXPECT_TRUE(mentions(typo,
+                       "unknown command-line flag '--trian_steps=5' (did you mean "
+                       "--train_steps?)"))
+      << typo.message();
+  // No flag library's own flags, and --noX only for booleans.
   EXPECT_FALSE(parse("inception_v3", {"--flagfile=/dev/null"}).ok());
+  EXPECT_TRUE(mentions(parse("inception_v3", {"--noiterations"}).status(), "'--noiterations'"));
+  EXPECT_TRUE(mentions(parse("inception_v3", {"--mode=summary", "stray"}).status(),
+                       "unexpected argument 'stray'"));
+  EXPECT_TRUE(mentions(parse("inception_v3", {"--mode=summary", "--", "--seed=1"}).status(),
+                       "unexpected argument '--seed=1'"));
+  EXPECT_TRUE(mentions(parse("inception_v3", {"--mode=summary", "--seed"}).status(),
+                       "flag --seed needs a value"));
 }
 
 TEST(TrainFlags, BadValuesAreRefusedWithTheAllowedValues) {
@@ -108,25 +246,35 @@ TEST(TrainFlags, BadValuesAreRefusedWithTheAllowedValues) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {{"--mode=training"}, "(allowed: train, eval, train_and_eval, summary)"},
-      {{"--use_data=synthetic"}, "(allowed: real, fake)"},
-      {{"--optimizer=adam"}, "(allowed: sgd, momentum, RMS)"},
-      {{"--precision=fp16"}, "(allowed: float32, bfloat16)"},
-      {{"--preprocessing=resnet"}, "(allowed: inception, vgg)"},
+      {{"--mode=training"},
+       "bad value 'training' for --mode (allowed: train, eval, "
+       "train_and_eval, summary)"},
+      {{"--use_data=synthetic"}, "for --use_data (allowed: real, fake)"},
+      {{"--optimizer=adam"}, "for --optimizer (allowed: sgd, momentum, RMS)"},
+      {{"--optimizer=rms"}, "for --optimizer (allowed: sgd, momentum, RMS)"},
+      {{"--precision=fp16"}, "for --precision (allowed: float32, bfloat16)"},
+      {{"--preprocessing=resnet"}, "for --preprocessing (allowed: inception, vgg)"},
       {{"--checkpoint_format=ckpt"},
        "bad value 'ckpt' for --checkpoint_format (allowed: tf, safetensors)"},
-      {{"--train_batch_size=0"}, "--train_batch_size (allowed: 1 or more)"},
+      {{"--train_batch_size=0"}, "bad value 0 for --train_batch_size (allowed: 1 or more)"},
       {{"--iterations=-5"}, "--iterations (allowed: 1 or more)"},
       {{"--use_tpu=maybe"}, "bad value 'maybe' for --use_tpu: expected true or false"},
       {{"--train_steps=many"}, "bad value 'many' for --train_steps: expected an integer"},
+      {{"--train_steps=3000000000"}, "for --train_steps: expected an integer (32-bit)"},
+      {{"--train_steps=12abc"}, "for --train_steps: expected an integer"},
+      {{"--learning_rate=fast"}, "bad value 'fast' for --learning_rate: expected a number"},
       {{"--learning_rate=0"}, "--learning_rate (allowed: > 0)"},
+      {{"--learning_rate=nan"}, "--learning_rate (allowed: > 0)"},
+      {{"--learning_rate_decay=1.5"}, "--learning_rate_decay (allowed: > 0 and <= 1)"},
+      {{"--max_bad_input_fraction=2"}, "--max_bad_input_fraction (allowed: 0 to 1)"},
       {{"--depth_multiplier=-1"}, "--depth_multiplier (allowed: > 0)"},
       {{"--device=tpu:0"}, "(allowed: cpu, cuda, cuda:N, or empty)"},
+      {{"--device=cuda:"}, "(allowed: cpu, cuda, cuda:N, or empty)"},
       {{"--keep_checkpoint_max=0"}, "--keep_checkpoint_max (allowed: 1 or more)"},
       {{"--weight_decay=-1e-4"}, "--weight_decay (allowed: >= 0)"},
+      {{"--cr_distortion_range=-1"}, "--cr_distortion_range (allowed: >= 0)"},
   };
   for (const Case& c : cases) {
-    gflags::FlagSaver saver;
     std::vector<std::string> args = c.args;
     args.push_back("--model_dir=/tmp/x");
     if (c.args[0].rfind("--use_data", 0) != 0) args.push_back("--use_data=fake");
@@ -137,27 +285,57 @@ TEST(TrainFlags, BadValuesAreRefusedWithTheAllowedValues) {
 }
 
 TEST(TrainFlags, RealDataNeedsDataDirAndRunsNeedModelDir) {
-  gflags::FlagSaver saver;
   EXPECT_TRUE(mentions(parse("inception_v3", {"--model_dir=/tmp/x"}).status(), "--data_dir"));
-  EXPECT_TRUE(mentions(parse("inception_v3", {"--use_data=fake"}).status(), "--model_dir"));
+  EXPECT_TRUE(mentions(parse("inception_v3", {"--use_data=fake"}).status(),
+                       "--model_dir is required with --mode=train_and_eval"));
   EXPECT_TRUE(parse("inception_v3", {"--mode=summary"}).ok());
 }
 
-TEST(TrainFlags, HelpListsEveryFlagWithItsModelDefault) {
-  gflags::FlagSaver saver;
+TEST(TrainFlags, HelpListsEveryFlagWithItsModelsDefault) {
   bool help = false;
-  ASSERT_TRUE(parse("inception_v4", {"--help"}, &help).ok());
+  // --help wins over anything else on the line.
+  ASSERT_TRUE(parse("inception_v4", {"--no_such_flag", "--help"}, &help).ok());
   EXPECT_TRUE(help);
-  ASSERT_TRUE(set_model_defaults("inception_v4").ok());
-  const std::string text = flags_help(
-      {"inception_v4", "trains", "inception_v4 --use_data=fake", ""}, training_flag_files());
-  for (const char* flag : {"--tpu ", "--data_dir ", "--train_batch_size (int32) [256]",
-                           "--learning_rate (double) [0.15]", "--cold_learning_rate",
-                           "--per_host_input_for_training", "--depth_multiplier", "--num_threads",
-                           "--keep_checkpoint_max", "--checkpoint_format", "--export_dir"}) {
-    EXPECT_NE(text.find(flag), std::string::npos) << flag;
+  Result<std::string> v4 = trainer_help("inception_v4");
+  ASSERT_TRUE(v4.ok()) << v4.status().message();
+  EXPECT_EQ(v4->rfind("inception_v4: ", 0), 0u) << *v4;
+  EXPECT_NE(v4->find("\nExample:\n  inception_v4 --"), std::string::npos) << *v4;
+  for (const Flag& f : trainer_flags()) {
+    EXPECT_NE(v4->find("  --" + std::string(f.name) + " ("), std::string::npos) << f.name;
   }
-  EXPECT_EQ(text.find("--flagfile"), std::string::npos);
+  for (const char* line :
+       {"--train_batch_size (int32) [256]", "--learning_rate (double) [0.15]",
+        "--use_annotated_bbox (bool) [true]",
+        "--mode (choice) [train_and_eval]\n      What the run does\n      allowed: train, eval, "
+        "train_and_eval, summary\n",
+        "--iterations (int32) [100]\n      Training steps per loop; logs, summaries, checkpoints "
+        "between loops\n      allowed: 1 or more\n"}) {
+    EXPECT_NE(v4->find(line), std::string::npos) << line << "\n" << *v4;
+  }
+  Result<std::string> resnet = trainer_help("resnet50");
+  ASSERT_TRUE(resnet.ok());
+  for (const char* line : {"--width (int32) [224]", "--optimizer (choice) [momentum]",
+                           "--precision (choice) [bfloat16]", "--iterations (int32) [1251]",
+                           "--weight_decay (double) [0.0001]"}) {
+    EXPECT_NE(resnet->find(line), std::string::npos) << line;
+  }
+  Result<std::string> v3 = trainer_help("inception_v3");
+  ASSERT_TRUE(v3.ok());
+  EXPECT_NE(v3->find("--train_batch_size (int32) [1024]"), std::string::npos);
+  EXPECT_NE(v3->find("--optimizer (choice) [RMS]"), std::string::npos);
+  EXPECT_EQ(v3->find("--flagfile"), std::string::npos);
+  EXPECT_FALSE(trainer_help("inception_v9").ok());
+}
+
+TEST(TrainFlags, EveryModelsRegistryDefaultsAreValidFlags) {
+  for (const ModelSpec* spec : model_registry()) {
+    Result<RunOptions> o = default_run_options(spec->name);
+    ASSERT_TRUE(o.ok()) << spec->name << ": " << o.status().message();
+    o->use_data = UseData::fake;
+    o->model_dir = "/tmp/x";
+    EXPECT_TRUE(validate_run_options(*o).ok()) << spec->name;
+    EXPECT_EQ(o->model, spec->name);
+  }
 }
 
 }  // namespace

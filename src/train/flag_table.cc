@@ -1,0 +1,430 @@
+#include "train/flag_table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <type_traits>
+
+#include "models/model_spec.h"
+
+namespace ic {
+namespace {
+
+// ---- Values as text -------------------------------------------------------------------------
+
+std::optional<bool> parse_bool(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // The spellings gflags accepted, so every command line that worked still does (Python's
+  // True/False included).
+  for (const char* yes : {"true", "t", "yes", "y", "1"}) {
+    if (lower == yes) return true;
+  }
+  for (const char* no : {"false", "f", "no", "n", "0"}) {
+    if (lower == no) return false;
+  }
+  return std::nullopt;
+}
+
+template <typename T>
+std::optional<T> parse_number(std::string_view text) {
+  const std::string s(text);
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s.front()))) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  if constexpr (std::is_integral_v<T>) {
+    const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    const long long v = std::strtoll(s.c_str(), &end, hex ? 16 : 10);
+    if (errno != 0 || *end != '\0' || v < std::numeric_limits<T>::min() ||
+        v > std::numeric_limits<T>::max()) {
+      return std::nullopt;
+    }
+    return static_cast<T>(v);
+  } else {
+    const double v = std::strtod(s.c_str(), &end);
+    if (errno == ERANGE || *end != '\0') return std::nullopt;
+    return v;
+  }
+}
+
+// 0.165, 4e-05, 1024: what a user would have typed (not 0.16500000000000001).
+template <typename T>
+std::string number_text(T value) {
+  std::ostringstream out;
+  out.precision(15);
+  out << value;
+  return out.str();
+}
+
+template <typename T>
+constexpr FlagType number_type() {
+  if constexpr (std::is_same_v<T, int32_t>) return FlagType::int32;
+  if constexpr (std::is_same_v<T, int64_t>) return FlagType::int64;
+  return FlagType::float64;
+}
+
+// ---- Ranges ---------------------------------------------------------------------------------
+
+struct Bounds {
+  std::optional<double> low, high;
+  bool low_open = false;  // low itself excluded
+};
+Bounds any_value() { return {}; }
+Bounds at_least(double low) { return {low, std::nullopt, false}; }
+Bounds above(double low) { return {low, std::nullopt, true}; }
+Bounds above_up_to(double low, double high) { return {low, high, true}; }
+Bounds from_to(double low, double high) { return {low, high, false}; }
+
+bool within(const Bounds& b, double v) {
+  if (std::isnan(v)) return !b.low && !b.high;
+  if (b.low && (b.low_open ? !(v > *b.low) : !(v >= *b.low))) return false;
+  if (b.high && !(v <= *b.high)) return false;
+  return true;
+}
+
+std::string bounds_text(const Bounds& b, bool integral) {
+  if (!b.low && !b.high) return "";
+  if (b.low && !b.high && !b.low_open && integral) return number_text(*b.low) + " or more";
+  if (b.low && b.high && !b.low_open) return number_text(*b.low) + " to " + number_text(*b.high);
+  std::string text;
+  if (b.low) text = (b.low_open ? "> " : ">= ") + number_text(*b.low);
+  if (b.high) text += (text.empty() ? "<= " : " and <= ") + number_text(*b.high);
+  return text;
+}
+
+// ---- Entries, one kind of member each -------------------------------------------------------
+
+template <typename T>
+Flag number(const char* name, T RunOptions::*member, Bounds bounds, const char* help) {
+  Flag f;
+  f.name = name;
+  f.type = number_type<T>();
+  f.help = help;
+  f.range = bounds_text(bounds, std::is_integral_v<T>);
+  f.set = [name, member](RunOptions& o, std::string_view text) -> Status {
+    const std::optional<T> value = parse_number<T>(text);
+    if (!value) {
+      return error("bad value '", text, "' for --", name, ": expected ",
+                   std::is_integral_v<T> ? "an integer" : "a number",
+                   std::is_same_v<T, int32_t> ? " (32-bit)" : "");
+    }
+    o.*member = *value;
+    return Status();
+  };
+  f.get = [member](const RunOptions& o) { return number_text(o.*member); };
+  f.check = [name, member, bounds, range = f.range](const RunOptions& o) -> Status {
+    if (within(bounds, static_cast<double>(o.*member))) return Status();
+    return error("bad value ", number_text(o.*member), " for --", name, " (allowed: ", range, ")");
+  };
+  return f;
+}
+
+Flag boolean(const char* name, bool RunOptions::*member, const char* help) {
+  Flag f;
+  f.name = name;
+  f.type = FlagType::boolean;
+  f.help = help;
+  f.set = [name, member](RunOptions& o, std::string_view text) -> Status {
+    const std::optional<bool> value = parse_bool(text);
+    if (!value) return error("bad value '", text, "' for --", name, ": expected true or false");
+    o.*member = *value;
+    return Status();
+  };
+  f.get = [member](const RunOptions& o) -> std::string { return o.*member ? "true" : "false"; };
+  f.check = [](const RunOptions&) { return Status(); };
+  return f;
+}
+
+Flag text(const char* name, std::string RunOptions::*member, const char* help) {
+  Flag f;
+  f.name = name;
+  f.type = FlagType::string;
+  f.help = help;
+  f.set = [member](RunOptions& o, std::string_view value) {
+    o.*member = std::string(value);
+    return Status();
+  };
+  f.get = [member](const RunOptions& o) { return o.*member; };
+  f.check = [](const RunOptions&) { return Status(); };
+  return f;
+}
+
+template <typename E>
+Flag choice(const char* name, E RunOptions::*member, const char* help) {
+  Flag f;
+  f.name = name;
+  f.type = FlagType::choice;
+  f.help = help;
+  for (const auto& c : Choices<E>::names) f.allowed.push_back(c.name);
+  std::string list;
+  for (const std::string& a : f.allowed) list += (list.empty() ? "" : ", ") + a;
+  f.set = [name, member, list](RunOptions& o, std::string_view value) -> Status {
+    const std::optional<E> parsed = parse_choice<E>(value);
+    if (!parsed) return error("bad value '", value, "' for --", name, " (allowed: ", list, ")");
+    o.*member = *parsed;
+    return Status();
+  };
+  f.get = [member](const RunOptions& o) -> std::string { return choice_name(o.*member); };
+  f.check = [](const RunOptions&) { return Status(); };  // an enum holds an allowed value
+  return f;
+}
+
+Flag device(const char* help) {
+  Flag f;
+  f.name = "device";
+  f.type = FlagType::string;
+  f.help = help;
+  f.range = "cpu, cuda, cuda:N, or empty";
+  f.set = [range = f.range](RunOptions& o, std::string_view value) -> Status {
+    const std::optional<DeviceChoice> parsed = parse_device(value);
+    if (!parsed) return error("bad value '", value, "' for --device (allowed: ", range, ")");
+    o.device = *parsed;
+    return Status();
+  };
+  f.get = [](const RunOptions& o) { return device_name(o.device); };
+  f.check = [](const RunOptions&) { return Status(); };
+  return f;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// ---- The table ------------------------------------------------------------------------------
+
+std::vector<Flag> make_trainer_flags() {
+  using O = RunOptions;
+  return {
+      // The reference's flags (inception_v3.py, inception_v4.py): same names, defaults and
+      // meanings. Those marked "accepted" have no effect here (docs/differences.md).
+      text("tpu", &O::tpu, "Cloud TPU name or grpc:// address (accepted; unused here)"),
+      text("gcp_project", &O::gcp_project, "GCE project of the Cloud TPU (accepted; unused here)"),
+      text("tpu_zone", &O::tpu_zone, "GCE zone of the Cloud TPU (accepted; unused here)"),
+      text("data_dir", &O::data_dir, "Directory with train-* and validation-* TFRecord shards"),
+      text("model_dir", &O::model_dir, "Directory for checkpoints and TensorBoard event files"),
+      text("export_dir", &O::export_dir,
+           "Export directory (accepted; no SavedModel is written yet, a notice says so)"),
+      number("num_shards", &O::num_shards, any_value(),
+             "Number of TPU cores (accepted; replicas come from the launcher)"),
+      number("iterations", &O::iterations, at_least(1),
+             "Training steps per loop; logs, summaries, checkpoints between loops"),
+      boolean("skip_host_call", &O::skip_host_call,
+              "Reference: skip per-step host summaries (we summarise per loop)"),
+      number("train_batch_size", &O::train_batch_size, at_least(1),
+             "Global training batch, split across replicas"),
+      number("eval_total_size", &O::eval_total_size, at_least(0),
+             "Images to evaluate; 0 = the whole validation set"),
+      number("eval_batch_size", &O::eval_batch_size, at_least(1), "Global evaluation batch"),
+      number("train_steps", &O::train_steps, at_least(0),
+             "Total training steps (absolute global step)"),
+      number("train_steps_per_eval", &O::train_steps_per_eval, at_least(1),
+             "Training steps between evaluations in train_and_eval"),
+      choice("mode", &O::mode, "What the run does"),
+      number("min_eval_interval", &O::min_eval_interval, any_value(),
+             "Reference flag, unused there too (accepted)"),
+      number("eval_timeout", &O::eval_timeout, any_value(),
+             "Seconds --mode=eval waits for a new checkpoint; < 0: forever"),
+      boolean("use_tpu", &O::use_tpu,
+              "Use the accelerator: the GPU when there is one, else the CPU"),
+      choice("use_data", &O::use_data, "real (TFRecords in --data_dir) or fake (random images)"),
+      number("learning_rate", &O::learning_rate, above(0),
+             "Learning rate per 256 images (scaled by the batch)"),
+      choice("optimizer", &O::optimizer, "The optimizer (RMS is RMSProp)"),
+      number("num_classes", &O::num_classes, at_least(2),
+             "Number of classes (class 0 = background)"),
+      number("width", &O::width, at_least(1), "Input image width"),
+      number("height", &O::height, at_least(1), "Input image height"),
+      boolean("transpose_enabled", &O::transpose_enabled,
+              "Reference TPU layout trick (accepted; no effect)"),
+      boolean("log_device_placement", &O::log_device_placement,
+              "Log the backend and its settings at start-up"),
+      number("save_summary_steps", &O::save_summary_steps, at_least(0),
+             "Steps between TensorBoard summaries (0 = none)"),
+      number("save_checkpoints_secs", &O::save_checkpoints_secs, at_least(0),
+             "Seconds between checkpoints (0 = only at the end)"),
+      boolean("moving_average", &O::moving_average, "Keep an EMA of the weights; evaluate with it"),
+      choice("preprocessing", &O::preprocessing, "Image preprocessing"),
+      boolean("use_annotated_bbox", &O::use_annotated_bbox,
+              "Use image/object/bbox as the crop hint"),
+      number("learning_rate_decay", &O::learning_rate_decay, above_up_to(0, 1),
+             "Exponential learning-rate decay factor"),
+      number("learning_rate_decay_epochs", &O::learning_rate_decay_epochs, at_least(1),
+             "Epochs per learning-rate decay step"),
+      boolean("display_tensors", &O::display_tensors,
+              "Reference CPU debugging aid (accepted; no effect)"),
+      boolean("clear_update_collections", &O::clear_update_collections,
+              "BN moving statistics update in place (always)"),
+      number("cold_epochs", &O::cold_epochs, at_least(0),
+             "Warmup schedule: epochs at the cold learning rate"),
+      number("warmup_epochs", &O::warmup_epochs, at_least(0),
+             "Warmup schedule: epochs of linear warmup"),
+      boolean("use_learning_rate_warmup", &O::use_learning_rate_warmup,
+              "Use the cold + linear warmup schedule (v3)"),
+      boolean("prefetch_enabled", &O::prefetch_enabled,
+              "Reference flag, unused there too (accepted)"),
+      number("prefetch_dataset_buffer_size", &O::prefetch_dataset_buffer_size, any_value(),
+             "TFRecord read buffer in bytes"),
+      number("num_files_infeed", &O::num_files_infeed, at_least(1),
+             "TFRecord files read in parallel"),
+      number("num_parallel_calls", &O::num_parallel_calls, at_least(1),
+             "Decode/preprocess threads (capped at the core count)"),
+      number("initial_shuffle_buffer_size", &O::initial_shuffle_buffer_size, any_value(),
+             "Reference flag, unused there too (accepted)"),
+      number("followup_shuffle_buffer_size", &O::followup_shuffle_buffer_size, at_least(0),
+             "Record shuffle buffer (training)"),
+      choice("precision", &O::precision, "Compute precision"),
+      number("cb_distortion_range", &O::cb_distortion_range, at_least(0),
+             "Chroma (Cb) jitter range of fast colour distortion"),
+      number("cr_distortion_range", &O::cr_distortion_range, at_least(0),
+             "Chroma (Cr) jitter range of fast colour distortion"),
+      boolean("use_fast_color_distort", &O::use_fast_color_distort,
+              "Brightness + chroma jitter instead of slim colour ops"),
+      number("cold_learning_rate", &O::cold_learning_rate, at_least(0),
+             "inception_v4: learning rate of the cold epochs"),
+      boolean("per_host_input_for_training", &O::per_host_input_for_training,
+              "Reference flag (accepted; one pipeline per process)"),
+      // Ours.
+      number("depth_multiplier", &O::depth_multiplier, above(0),
+             "Multiplies every layer's channel count (TF-slim's)"),
+      number("num_threads", &O::num_threads, at_least(0),
+             "CPU compute threads; 0 = all cores (more than the cores: capped, with a notice)"),
+      device("cpu, cuda (one GPU per local process) or cuda:N; empty: decided by --use_tpu"),
+      number("seed", &O::seed, any_value(),
+             "Seed of initialisation, data order, augmentation and dropout"),
+      number("keep_checkpoint_max", &O::keep_checkpoint_max, at_least(1),
+             "Checkpoints kept in --model_dir"),
+      number("micro_batch_size", &O::micro_batch_size, at_least(0),
+             "Images per micro-batch in each process: a step's batch runs as several "
+             "micro-batches whose gradients are averaged before one update (a large batch in "
+             "the memory of a small one); 0 = the whole batch at once"),
+      text("warm_start_from", &O::warm_start_from,
+           "A fresh run (no checkpoint in --model_dir yet) starts from this checkpoint's "
+           "values: a model_dir, a TensorFlow checkpoint prefix/.index or a .safetensors file. "
+           "Variables found with the model's shape are loaded, the rest start fresh"),
+      choice("checkpoint_format", &O::checkpoint_format,
+             "Format of the checkpoints written: tf (TensorFlow's model.ckpt-N.index + "
+             ".data-00000-of-00001) or safetensors (model.ckpt-N.safetensors); both are read"),
+      number("num_train_images", &O::num_train_images, at_least(1),
+             "Training images per epoch (learning-rate schedule, current_epoch); ImageNet's "
+             "by default as the reference"),
+      number("min_crop_area", &O::min_crop_area, above_up_to(0, 1),
+             "Inception training crops cover at least this fraction of the image area "
+             "(the reference's fixed area_range starts at 0.05)"),
+      number("weight_decay", &O::weight_decay, at_least(0),
+             "L2 factor on every kernel (the reference's WEIGHT_DECAY; resnet50: 1e-4)"),
+      number("max_image_pixels", &O::max_image_pixels, at_least(1),
+             "Images whose header claims more pixels are refused before decoding (a bad "
+             "input in training)"),
+      number("max_bad_input_fraction", &O::max_bad_input_fraction, from_to(0, 1),
+             "Stop when more than this fraction of a training loop's records are corrupt or "
+             "their images undecodable"),
+      number("stop_timeout_secs", &O::stop_timeout_secs, at_least(0),
+             "After SIGINT/SIGTERM, seconds to wait for the checkpoint at the next step "
+             "boundary before exiting at once (a second signal exits at once)"),
+  };
+}
+
+}  // namespace
+
+const char* flag_type_name(FlagType type) {
+  switch (type) {
+    case FlagType::boolean: return "bool";
+    case FlagType::int32: return "int32";
+    case FlagType::int64: return "int64";
+    case FlagType::float64: return "double";
+    case FlagType::string: return "string";
+    case FlagType::choice: return "choice";
+  }
+  return "?";
+}
+
+const std::vector<Flag>& trainer_flags() {
+  static const std::vector<Flag> flags = make_trainer_flags();
+  return flags;
+}
+
+const std::vector<const Flag*>& trainer_flags_by_name() {
+  static const std::vector<const Flag*> sorted = [] {
+    std::vector<const Flag*> all;
+    for (const Flag& f : trainer_flags()) all.push_back(&f);
+    std::sort(all.begin(), all.end(),
+              [](const Flag* a, const Flag* b) { return std::string_view(a->name) < b->name; });
+    return all;
+  }();
+  return sorted;
+}
+
+const Flag* find_trainer_flag(std::string_view name) {
+  for (const Flag& f : trainer_flags()) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+std::string nearest_trainer_flag(std::string_view name) {
+  const Flag* best = nullptr;
+  size_t best_distance = 0;
+  for (const Flag& f : trainer_flags()) {
+    const size_t d = edit_distance(name, f.name);
+    if (best == nullptr || d < best_distance) {
+      best = &f;
+      best_distance = d;
+    }
+  }
+  // A slip of a few letters, not a different word.
+  const size_t tolerance = std::max<size_t>(2, name.size() / 4);
+  return best != nullptr && best_distance <= tolerance ? best->name : "";
+}
+
+Result<RunOptions> default_run_options(const std::string& model) {
+  IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(model));
+  const ModelRecipe& r = spec->recipe;
+  RunOptions o;
+  o.model = model;
+  o.optimizer = r.optimizer;
+  o.learning_rate = r.learning_rate;
+  o.train_batch_size = r.train_batch_size;
+  o.train_steps = r.train_steps;
+  o.learning_rate_decay_epochs = r.learning_rate_decay_epochs;
+  o.use_learning_rate_warmup = r.use_learning_rate_warmup;
+  o.cold_epochs = r.cold_epochs;
+  o.warmup_epochs = r.warmup_epochs;
+  o.weight_decay = r.weight_decay;
+  o.moving_average = r.moving_average;
+  o.num_classes = static_cast<int32_t>(spec->network.num_classes);
+  o.width = static_cast<int32_t>(spec->network.width);
+  o.height = static_cast<int32_t>(spec->network.height);
+  for (const FlagDefault& d : spec->flag_defaults) {
+    const Flag* flag = find_trainer_flag(d.flag);
+    if (flag == nullptr) return error(model, "'s registry entry sets an unknown flag --", d.flag);
+    IC_RETURN_IF_ERROR(flag->set(o, d.value).with_context(model + "'s registry default"));
+  }
+  return o;
+}
+
+std::string flags_as_text(const RunOptions& options) {
+  std::string out;
+  for (const Flag* f : trainer_flags_by_name()) {
+    out += (out.empty() ? "--" : " --") + std::string(f->name) + "=" + f->get(options);
+  }
+  return out;
+}
+
+}  // namespace ic
