@@ -40,6 +40,22 @@ Status apply_flag(RunOptions& options, int argc, const char* const* argv, int& i
   return unknown_flag(arg, name);
 }
 
+// `text` in lines of at most `width` characters (a longer word keeps its own line), each after
+// `indent`: help that reads in an 80- or 100-column terminal.
+std::string wrapped(const std::string& text, const std::string& indent, size_t width = 96) {
+  std::istringstream words(text);
+  std::string out, line;
+  for (std::string word; words >> word;) {
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
 }  // namespace
 
 Result<RunOptions> parse_run_options(const std::string& model, int argc, const char* const* argv,
@@ -77,14 +93,11 @@ Result<std::string> trainer_help(const std::string& model) {
       << model << " [--flag=value ...]\n\nFlags (" << model << "'s default in brackets):\n";
   for (const Flag* f : trainer_flags_by_name()) {
     out << "  --" << f->name << " (" << flag_type_name(f->type) << ") [" << f->get(defaults)
-        << "]\n      " << f->help << "\n";
-    if (!f->allowed.empty()) {
-      out << "      allowed: ";
-      for (size_t i = 0; i < f->allowed.size(); ++i) out << (i ? ", " : "") << f->allowed[i];
-      out << "\n";
-    } else if (!f->range.empty()) {
-      out << "      allowed: " << f->range << "\n";
-    }
+        << "]\n"
+        << wrapped(f->help, "      ");
+    std::string allowed = f->range;
+    for (const std::string& a : f->allowed) allowed += (allowed.empty() ? "" : ", ") + a;
+    if (!allowed.empty()) out << wrapped("allowed: " + allowed, "      ");
   }
   return out.str();
 }
