@@ -2,6 +2,7 @@
 // exits the process on an unknown flag; ours returns a Status naming the flag, so the
 // program (and tests) decide what happens. Only flags defined in the given source files are
 // accepted, so a program does not pick up another program's flags or gflags' internals.
+// The trainers do not use it: their flags are a table of their own (train/flag_table.h).
 #pragma once
 
 #include <string>

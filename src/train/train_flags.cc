@@ -62,7 +62,9 @@ Result<RunOptions> parse_run_options(const std::string& model, int argc, const c
                                      bool* help) {
   IC_ASSIGN_OR_RETURN(RunOptions options, default_run_options(model));
   *help = false;
-  for (int i = 1; i < argc; ++i) *help = *help || is_help(argv[i]);
+  for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+    *help = *help || is_help(argv[i]);
+  }
   if (*help) return options;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
