@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "train/flag_names.h"
+
 namespace ic {
 namespace {
 
@@ -101,7 +103,11 @@ Result<ParsedCommandLine> parse_command_line(int argc, const char* const* argv,
       IC_RETURN_IF_ERROR(set_flag(info, "false"));
       continue;
     }
-    return error("unknown command-line flag '", arg, "' (--help lists every flag)");
+    std::vector<std::string> names;
+    for (const auto& flag : our_flags(defining_files)) names.push_back(flag.name);
+    const std::string nearest = nearest_flag_name(name, names);
+    return error("unknown command-line flag '", arg, "'",
+                 nearest.empty() ? "" : " (did you mean --" + nearest + "?)");
   }
   return parsed;
 }

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "models/model_spec.h"
+#include "train/flag_names.h"
 
 namespace ic {
 namespace {
@@ -192,21 +193,6 @@ Flag device(const char* help) {
   return f;
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // ---- The table ------------------------------------------------------------------------------
 
 std::vector<Flag> make_trainer_flags() {
@@ -379,18 +365,9 @@ const Flag* find_trainer_flag(std::string_view name) {
 }
 
 std::string nearest_trainer_flag(std::string_view name) {
-  const Flag* best = nullptr;
-  size_t best_distance = 0;
-  for (const Flag& f : trainer_flags()) {
-    const size_t d = edit_distance(name, f.name);
-    if (best == nullptr || d < best_distance) {
-      best = &f;
-      best_distance = d;
-    }
-  }
-  // A slip of a few letters, not a different word.
-  const size_t tolerance = std::max<size_t>(2, name.size() / 4);
-  return best != nullptr && best_distance <= tolerance ? best->name : "";
+  std::vector<std::string> names;
+  for (const Flag& f : trainer_flags()) names.push_back(f.name);
+  return nearest_flag_name(name, names);
 }
 
 Result<RunOptions> default_run_options(const std::string& model) {

@@ -47,6 +47,10 @@ TEST(Help, AnUnknownFlagIsRefusedWithExitCode2) {
     EXPECT_EQ(bad.exit_code, 2) << program << "\n" << bad.output;
     EXPECT_TRUE(bad.contains("no_such_flag")) << program << "\n" << bad.output;
   }
+  // A slip of the keyboard is answered with the flag that was meant.
+  const ToolOutput slip = run_tool("make_fake_imagenet", "--num_train_image=3");
+  EXPECT_EQ(slip.exit_code, 2) << slip.output;
+  EXPECT_TRUE(slip.contains("(did you mean --num_train_images?)")) << slip.output;
 }
 
 // --export_dir is accepted (the tutorial's commands pass it) but no SavedModel is written yet:
