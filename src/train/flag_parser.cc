@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "train/flag_names.h"
+#include "train/command_line_syntax.h"
 
 namespace ic {
 namespace {
@@ -66,50 +66,20 @@ std::string readable_value(const gflags::CommandLineFlagInfo& info, const std::s
 
 Result<ParsedCommandLine> parse_command_line(int argc, const char* const* argv,
                                              const std::vector<std::string>& defining_files) {
-  ParsedCommandLine parsed;
-  bool flags_done = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (flags_done || arg.size() < 2 || arg[0] != '-') {
-      parsed.positional.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      flags_done = true;
-      continue;
-    }
-    const std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
-    const size_t equals = body.find('=');
-    const std::string name = body.substr(0, equals);
-    if (name == "help" || name == "h" || name == "helpfull") {
-      parsed.help = true;
-      continue;
-    }
+  FlagSyntax syntax;
+  for (const auto& info : our_flags(defining_files)) syntax.names.push_back(info.name);
+  syntax.is_boolean = [&](const std::string& name) -> std::optional<bool> {
     gflags::CommandLineFlagInfo info;
-    if (lookup(name, defining_files, &info)) {
-      if (equals != std::string::npos) {
-        IC_RETURN_IF_ERROR(set_flag(info, body.substr(equals + 1)));
-      } else if (info.type == "bool") {
-        IC_RETURN_IF_ERROR(set_flag(info, "true"));
-      } else if (i + 1 < argc) {
-        IC_RETURN_IF_ERROR(set_flag(info, argv[++i]));
-      } else {
-        return error("flag --", name, " needs a value (", expected_form(info.type), ")");
-      }
-      continue;
-    }
-    if (equals == std::string::npos && name.rfind("no", 0) == 0 &&
-        lookup(name.substr(2), defining_files, &info) && info.type == "bool") {
-      IC_RETURN_IF_ERROR(set_flag(info, "false"));
-      continue;
-    }
-    std::vector<std::string> names;
-    for (const auto& flag : our_flags(defining_files)) names.push_back(flag.name);
-    const std::string nearest = nearest_flag_name(name, names);
-    return error("unknown command-line flag '", arg, "'",
-                 nearest.empty() ? "" : " (did you mean --" + nearest + "?)");
-  }
-  return parsed;
+    if (!lookup(name, defining_files, &info)) return std::nullopt;
+    return info.type == "bool";
+  };
+  syntax.set = [&](const std::string& name, const std::string& value) {
+    gflags::CommandLineFlagInfo info;
+    return lookup(name, defining_files, &info) ? set_flag(info, value)
+                                               : error("unknown command-line flag --", name);
+  };
+  IC_ASSIGN_OR_RETURN(WalkedCommandLine walked, walk_command_line(argc, argv, syntax));
+  return ParsedCommandLine{std::move(walked.positional), walked.help};
 }
 
 std::string flags_help(const ProgramHelp& program, const std::vector<std::string>& defining_files) {

@@ -11,7 +11,6 @@
 #include <type_traits>
 
 #include "models/model_spec.h"
-#include "train/flag_names.h"
 
 namespace ic {
 namespace {
@@ -362,12 +361,6 @@ const Flag* find_trainer_flag(std::string_view name) {
     if (name == f.name) return &f;
   }
   return nullptr;
-}
-
-std::string nearest_trainer_flag(std::string_view name) {
-  std::vector<std::string> names;
-  for (const Flag& f : trainer_flags()) names.push_back(f.name);
-  return nearest_flag_name(name, names);
 }
 
 Result<RunOptions> default_run_options(const std::string& model) {

@@ -40,8 +40,6 @@ const std::vector<Flag>& trainer_flags();
 // The same flags sorted by name, as --help and the checkpoint metadata list them.
 const std::vector<const Flag*>& trainer_flags_by_name();
 const Flag* find_trainer_flag(std::string_view name);
-// The flag name closest to a mistyped one ("" when none is close): for "did you mean".
-std::string nearest_trainer_flag(std::string_view name);
 
 // RunOptions' defaults with `model`'s from the registry (its recipe, image size, classes and
 // flag_defaults: inception_v4.py's and resnet_main.py's values; inception_v3 keeps v3.py's).

@@ -10,11 +10,11 @@
 
 namespace ic {
 
-// `model`'s defaults (default_run_options), then argv, then validate_run_options. Accepts
-// --name=value, --name value, -name=value, for booleans --name, --noname and --name=True/False
-// (any case; also t/f, yes/no, 1/0); "--" ends the flags. An unknown flag's error names it and
-// the nearest flag. `help` is set when --help (-h, --helpfull) was given: then nothing is
-// validated and the caller prints trainer_help and exits 0.
+// `model`'s defaults (default_run_options), then argv, then validate_run_options. The syntax is
+// every program's (command_line_syntax.h); booleans take True/False in any case, also t/f,
+// yes/no, 1/0. An unknown flag's error names it and the nearest flag. `help` is set when --help
+// (-h, --helpfull) was given: then nothing is validated and the caller prints trainer_help and
+// exits 0.
 Result<RunOptions> parse_run_options(const std::string& model, int argc, const char* const* argv,
                                      bool* help);
 
