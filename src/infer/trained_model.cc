@@ -46,8 +46,9 @@ Result<TrainedModel> load_trained_model(const std::string& model_dir,
   IC_ASSIGN_OR_RETURN(model.global_step, read_global_step(file, path));
 
   for (const ParamInfo& param : graph.params) {
-    const TensorEntry* entry =
-        param.trainable ? file.find(param.name + "/ExponentialMovingAverage") : nullptr;
+    // The shadow when there is one, for the moving statistics too: the reference averages
+    // tf.moving_average_variables() with the weights, and evaluation and classify read them.
+    const TensorEntry* entry = file.find(param.name + "/ExponentialMovingAverage");
     if (entry == nullptr) entry = file.find(param.name);
     if (entry == nullptr) {
       return error(path, ": checkpoint has no tensor ", param.name, " that the model needs");

@@ -1,6 +1,8 @@
 // load_trained_model: the EMA shadow wins over the raw weights, batch-norm statistics are read
 // as they are, the step and metadata come back, and a missing or mis-shaped tensor is an
 // error naming the checkpoint.
+#include "infer/trained_model.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "infer/trained_model.h"
 #include "io/checkpoint_dir.h"
 
 namespace ic {
@@ -24,8 +25,10 @@ struct TinyCheckpoint {
 };
 
 // Writes a step-7 checkpoint of a tiny inception_v3 where every raw weight is 1, every EMA
-// shadow 2 and every state tensor 3; `skip` leaves one tensor out.
-TinyCheckpoint write_tiny(const std::string& name, const std::string& skip = "") {
+// shadow 2 and every state tensor 3 (with an EMA shadow 4 when `state_ema`); `skip` leaves
+// one tensor out.
+TinyCheckpoint write_tiny(const std::string& name, const std::string& skip = "",
+                          bool state_ema = false) {
   TinyCheckpoint t;
   t.dir = (fs::temp_directory_path() / ("ic_trained_" + std::to_string(getpid()) + name)).string();
   fs::remove_all(t.dir);
@@ -41,8 +44,8 @@ TinyCheckpoint write_tiny(const std::string& name, const std::string& skip = "")
     if (p.name == skip) continue;
     storage.emplace_back(p.shape.numel(), p.trainable ? 1.f : 3.f);
     views.push_back({p.name, DType::f32, p.shape, storage.back().data()});
-    if (p.trainable) {
-      storage.emplace_back(p.shape.numel(), 2.f);
+    if (p.trainable || state_ema) {
+      storage.emplace_back(p.shape.numel(), p.trainable ? 2.f : 4.f);
       views.push_back(
           {p.name + "/ExponentialMovingAverage", DType::f32, p.shape, storage.back().data()});
     }
@@ -76,6 +79,18 @@ TEST(TrainedModel, EmaShadowsAndMovingStatistics) {
   Result<Graph> graph = build_inference_graph(*model, 4);
   ASSERT_TRUE(graph.ok());
   EXPECT_EQ(graph->values[graph->images].shape, (Shape{4, 75, 75, 3}));
+  fs::remove_all(t.dir);
+}
+
+// The reference's ExponentialMovingAverage covers the moving statistics too; evaluation and
+// classify read those shadows, so the loader must.
+TEST(TrainedModel, MovingStatisticsShadowsWinWhenPresent) {
+  const TinyCheckpoint t = write_tiny("state_ema", "", /*state_ema=*/true);
+  Result<TrainedModel> model = load_trained_model(t.dir, "");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  for (const ParamInfo& p : t.graph.params) {
+    EXPECT_EQ(first_value(model->weights.at(p.name)), p.trainable ? 2.f : 4.f) << p.name;
+  }
   fs::remove_all(t.dir);
 }
 
