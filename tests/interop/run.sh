@@ -7,6 +7,10 @@
 #   2. TensorFlow's Saver writes a checkpoint of variables named as ours with other values
 #      (write_with_tensorflow.py); our reader must read it bit for bit as TensorFlow does
 #   3. our trainer resumes from TensorFlow's checkpoint and saves; TensorFlow reads the result
+#   4. ONNX Runtime runs our ONNX export of tiny inception_v3, inception_v4 and resnet50 models
+#      on the same preprocessed .npy images as `classify --logits_out`: max |dprob| <= 1e-4 and
+#      the same top-1 class (check_onnx_runtime.py)
+#   5. the same for a full-size inception_v3 (299x299, 1001 classes) after one training step
 # Python comes from a virtual environment made once from PyPI with the pinned packages of
 # requirements.txt, cached under ${XDG_CACHE_HOME:-~/.cache}/inception.cpp/ and keyed by those
 # pins and the Python version. Anything that cannot be installed or run fails the script
@@ -25,7 +29,7 @@ die() {
   exit 1
 }
 
-for tool in inception_v3 inspect_checkpoint; do
+for tool in inception_v3 inception_v4 resnet50 inspect_checkpoint classify onnx_export_driver; do
   [[ -x $bin/$tool ]] || die "$bin/$tool is not built (cmake --build build first)"
 done
 command -v "$python" >/dev/null || die "$python not found"
@@ -38,7 +42,7 @@ key=$({
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/inception.cpp
 venv=$cache/interop-venv-$key
 if [[ ! -f $venv/.complete ]]; then
-  say "making the Python environment $venv (tensorflow-cpu from PyPI, once)"
+  say "making the Python environment $venv (tensorflow-cpu, onnxruntime from PyPI, once)"
   rm -rf "$venv"
   mkdir -p "$cache"
   "$python" -m venv "$venv" ||
@@ -46,6 +50,7 @@ if [[ ! -f $venv/.complete ]]; then
   "$venv/bin/pip" install --disable-pip-version-check --no-input -q -r "$here/requirements.txt" ||
     die "cannot install the pinned packages of tests/interop/requirements.txt from PyPI"
   "$venv/bin/python" -c "import numpy, tensorflow" || die "tensorflow does not import in $venv"
+  "$venv/bin/python" -c "import onnxruntime" || die "onnxruntime does not import in $venv"
   touch "$venv/.complete"
 fi
 py=$venv/bin/python
@@ -69,7 +74,7 @@ run() {
   fi
 }
 
-say "1/3: TensorFlow reads our checkpoint"
+say "1/5: TensorFlow reads our checkpoint"
 run train_tf "$bin/inception_v3" "${tiny[@]}" --train_steps=4 --model_dir="$work/ours_tf"
 run train_safetensors "$bin/inception_v3" "${tiny[@]}" --train_steps=4 \
   --model_dir="$work/ours_safetensors" --checkpoint_format=safetensors
@@ -80,7 +85,7 @@ done
   --safetensors="$work/ours_safetensors/model.ckpt-4.safetensors" --step=4 \
   --ignore_metadata=flags || die "TensorFlow does not read our checkpoint as we wrote it"
 
-say "2/3: we read TensorFlow's checkpoint"
+say "2/5: we read TensorFlow's checkpoint"
 "$py" "$here/write_with_tensorflow.py" --source="$work/ours_tf/model.ckpt-4" \
   --model_dir="$work/theirs" --step=10 || die "TensorFlow could not write a checkpoint"
 run inspect_theirs "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
@@ -89,7 +94,7 @@ run inspect_theirs "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
   --safetensors="$work/theirs_as_read_by_us.safetensors" --step=10 ||
   die "we do not read TensorFlow's checkpoint as TensorFlow does"
 
-say "3/3: our trainer resumes from TensorFlow's checkpoint"
+say "3/5: our trainer resumes from TensorFlow's checkpoint"
 run resume "$bin/inception_v3" "${tiny[@]}" --train_steps=12 --model_dir="$work/theirs"
 grep -qF "Restoring parameters from $work/theirs/model.ckpt-10 (global step 10)" \
   "$work/resume.log" || {
@@ -101,4 +106,35 @@ run inspect_resumed "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
 "$py" "$here/compare_with_safetensors.py" --model_dir="$work/theirs" \
   --safetensors="$work/resumed.safetensors" --step=12 ||
   die "TensorFlow does not read the checkpoint saved after resuming"
+
+# Exports model_dir $1 as ONNX, classifies the images $2 (written first, $3 of them at the
+# file's input size, unless they exist) with our CPU inference and with ONNX Runtime, and
+# compares (check_onnx_runtime.py says by how much).
+onnx_agrees() {
+  local dir=$1 images=$2 count=$3 name
+  name=$(basename "$dir")
+  run "export_$name" "$bin/onnx_export_driver" "$dir" "$dir.onnx"
+  if [[ ! -f $images ]]; then
+    "$py" "$here/check_onnx_runtime.py" --onnx="$dir.onnx" --write_inputs="$images" \
+      --batch="$count" || die "cannot write the test images $images"
+  fi
+  run "classify_$name" "$bin/classify" --model_dir="$dir" --logits_out="$dir.logits.npy" "$images"
+  "$py" "$here/check_onnx_runtime.py" --onnx="$dir.onnx" --inputs="$images" \
+    --logits="$dir.logits.npy" --max_prob_diff=1e-4 ||
+    die "ONNX Runtime does not run our ONNX export of $name as classify does"
+}
+
+say "4/5: ONNX Runtime runs our ONNX export (tiny models)"
+for model in inception_v3 inception_v4 resnet50; do
+  run "train_$model" "$bin/$model" "${tiny[@]}" --train_steps=4 --model_dir="$work/onnx_$model"
+done
+for model in inception_v3 inception_v4 resnet50; do
+  onnx_agrees "$work/onnx_$model" "$work/tiny_images.npy" 3
+done
+
+say "5/5: ONNX Runtime runs our ONNX export (full-size inception_v3, 299x299, 1001 classes)"
+run train_full "$bin/inception_v3" --mode=train --use_data=fake --use_tpu=False \
+  --train_steps=1 --train_batch_size=2 --iterations=1 --save_checkpoints_secs=0 \
+  --num_parallel_calls=1 --seed=3 --model_dir="$work/onnx_full"
+onnx_agrees "$work/onnx_full" "$work/full_images.npy" 2
 say "passed"
