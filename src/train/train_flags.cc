@@ -79,6 +79,9 @@ DEFINE_string(warm_start_from, "",
               "A fresh run (no checkpoint in --model_dir yet) starts from this checkpoint's "
               "values: a model_dir, a TensorFlow checkpoint prefix/.index or a .safetensors file. "
               "Variables found with the model's shape are loaded, the rest start fresh");
+DEFINE_string(trainable_scopes, "",
+              "Comma-separated scope prefixes (TF-slim's, e.g. InceptionV3/Logits,"
+              "InceptionV3/AuxLogits): only variables under them are trained; empty = all");
 DEFINE_string(checkpoint_format, "tf",
               "Format of the checkpoints written: tf (TensorFlow's model.ckpt-N.index + "
               ".data-00000-of-00001) or safetensors (model.ckpt-N.safetensors); both are read");
@@ -207,6 +210,7 @@ RunOptions read_run_options(const std::string& model) {
   o.micro_batch_size = FLAGS_micro_batch_size;
   o.checkpoint_format = FLAGS_checkpoint_format;
   o.warm_start_from = FLAGS_warm_start_from;
+  o.trainable_scopes = FLAGS_trainable_scopes;
   o.num_train_images = FLAGS_num_train_images;
   o.min_crop_area = FLAGS_min_crop_area;
   o.weight_decay = FLAGS_weight_decay;
