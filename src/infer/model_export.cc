@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "infer/saved_model_export.h"
+#include "io/checkpoint_dir.h"
 #include "io/safetensors.h"
 
 namespace ic {
@@ -71,6 +72,15 @@ Result<std::string> export_trained_model(const TrainedModel& model, const std::s
     return error("export to ", export_dir, " failed: ", written.message());
   }
   return final_dir;
+}
+
+Result<std::string> export_newest_saved_model(const std::string& model_dir,
+                                              const std::string& export_dir) {
+  if (model_dir.empty()) return error("no --model_dir to export a checkpoint from");
+  IC_ASSIGN_OR_RETURN(std::optional<std::string> newest, latest_checkpoint(model_dir));
+  if (!newest) return error("no checkpoint in ", model_dir, " to export");
+  IC_ASSIGN_OR_RETURN(TrainedModel model, load_trained_model(model_dir, *newest));
+  return export_trained_model(model, export_dir, ExportFormat::saved_model);
 }
 
 }  // namespace ic

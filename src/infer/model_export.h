@@ -27,6 +27,12 @@ Result<ExportFormat> parse_export_format(const std::string& name);
 Result<std::string> export_trained_model(const TrainedModel& model, const std::string& export_dir,
                                          ExportFormat format);
 
+// What the trainers' --export_dir does after a run (train/run_main.h): the newest checkpoint
+// of `model_dir` as a SavedModel under `export_dir`. No checkpoint is an error naming
+// model_dir.
+Result<std::string> export_newest_saved_model(const std::string& model_dir,
+                                              const std::string& export_dir);
+
 // The safetensors export: every tensor of model.weights (EMA shadows under the parameters'
 // own names), the int64 scalar global_step, and the checkpoint metadata plus "source" (the
 // checkpoint read) as __metadata__. classify --checkpoint reads it like a checkpoint.
