@@ -104,6 +104,8 @@ class Translator {
     p.set_name(tensor_name(softmax->name()));
     p.set_dtype(DT_FLOAT);
     *p.mutable_tensor_shape() = shape_proto({-1, classes});
+    const tensorflow::SignatureDef serving = signature;  // copied before the map grows
+    (*meta->mutable_signature_def())[kClassifySignatureKey] = serving;
 
     for (const Variable& v : variables_) out.variables.push_back(v.name);
     return out;
