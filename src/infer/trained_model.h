@@ -24,9 +24,9 @@ struct TrainedModel {
   // kept (its tensors are in every Inception checkpoint) but nothing reads it.
   ModelOptions options;
   // Every parameter and state tensor of the network, f32, shapes as the graph's ParamInfo.
-  // Each is its ExponentialMovingAverage shadow when the checkpoint has one (what evaluation
-  // and classify use: the weights and, as in the reference, the moving statistics), else the
-  // raw tensor.
+  // Each is its ExponentialMovingAverage shadow when the checkpoint has one (the values
+  // evaluation uses; the trainer keeps shadows of the batch-norm moving statistics too), else
+  // the raw tensor.
   std::map<std::string, TensorEntry> weights;
 };
 

@@ -17,7 +17,9 @@ DEFINE_string(tpu_zone, "", "GCE zone of the Cloud TPU (accepted; unused here)")
 DEFINE_string(data_dir, "", "Directory with train-* and validation-* TFRecord shards");
 DEFINE_string(model_dir, "", "Directory for checkpoints and TensorBoard event files");
 DEFINE_string(export_dir, "",
-              "Export directory (accepted; no SavedModel is written yet, a notice says so)");
+              "After the run, export the newest checkpoint as a TensorFlow SavedModel into a new "
+              "subdirectory <export_dir>/<unix seconds>/ (what TensorFlow Serving's "
+              "model_base_path expects); empty: no export");
 DEFINE_int32(num_shards, 8, "Number of TPU cores (accepted; replicas come from the launcher)");
 DEFINE_int32(iterations, 100,
              "Training steps per loop; logs, summaries, checkpoints between loops");

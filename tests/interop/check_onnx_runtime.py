@@ -1,10 +1,9 @@
 """ONNX Runtime runs our exported ONNX file; it must agree with our own classify.
 
-    check_onnx_runtime.py --onnx=M.onnx --write_inputs=IN.npy [--batch=3]
-        writes preprocessed images (float32 [batch,H,W,3] in [-1,1], H and W from the file's
-        input) for `classify --logits_out`
     check_onnx_runtime.py --onnx=M.onnx --inputs=IN.npy --logits=OURS.npy [--max_prob_diff=1e-4]
-        runs ONNX Runtime (CPU) on IN.npy and compares with classify's logits OURS.npy
+
+runs ONNX Runtime (CPU) on the preprocessed images IN.npy (float32 [N,H,W,3] in [-1,1]) and
+compares with the logits OURS.npy that `classify --logits_out` wrote for the same file.
 
 Checks: the file's interface (input `images` float32 [N,H,W,3] with a symbolic batch; outputs
 `probabilities` float32 [N,classes], `classes` int64 [N], `logits` float32 [N,classes]);
@@ -26,7 +25,7 @@ def session(path):
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
-def image_size(sess):
+def input_size(sess):
     (images,) = sess.get_inputs()
     if images.name != "images" or images.type != "tensor(float)":
         raise SystemExit(f"input is {images.name} {images.type}, expected images tensor(float)")
@@ -43,24 +42,15 @@ def softmax(logits):
     return e / e.sum(axis=1, keepdims=True)
 
 
-def write_inputs(sess, path, batch):
-    h, w = image_size(sess)
-    rng = np.random.default_rng(20261201)
-    # Noise plus a smooth gradient per image, so the images differ in more than noise.
-    noise = rng.uniform(-1.0, 1.0, size=(batch, h, w, 3))
-    ramp = np.linspace(-1.0, 1.0, w)[None, None, :, None] * rng.uniform(-1, 1, (batch, 1, 1, 3))
-    images = np.clip(0.5 * noise + 0.5 * ramp, -1.0, 1.0).astype(np.float32)
-    np.save(path, images)
-    print(f"wrote {path}: {images.shape}")
-
-
-def check(sess, inputs_path, logits_path, max_prob_diff):
-    image_size(sess)
+def check(name, sess, inputs_path, logits_path, max_prob_diff):
+    h, w = input_size(sess)
     names = [o.name for o in sess.get_outputs()]
     if names != ["probabilities", "classes", "logits"]:
         raise SystemExit(f"outputs are {names}, expected probabilities, classes, logits")
     images = np.load(inputs_path)
     ours = np.load(logits_path)
+    if images.dtype != np.float32 or images.shape[1:] != (h, w, 3):
+        raise SystemExit(f"{inputs_path} is {images.dtype} {images.shape}, the model takes [N,{h},{w},3]")
     probabilities, classes, logits = sess.run(None, {"images": images})
     if probabilities.dtype != np.float32 or logits.dtype != np.float32:
         raise SystemExit(f"output dtypes {probabilities.dtype}, {logits.dtype}: expected float32")
@@ -74,7 +64,7 @@ def check(sess, inputs_path, logits_path, max_prob_diff):
     ours_top = ours.argmax(axis=1)
     top2 = np.sort(ours, axis=1)[:, -2:]
     margin = float((top2[:, 1] - top2[:, 0]).min())
-    print(f"{images.shape[0]} images, {ours.shape[1]} classes: max |dprob| {prob_diff:.3g}, "
+    print(f"{name}: {images.shape[0]} images, {ours.shape[1]} classes: max |dprob| {prob_diff:.3g}, "
           f"max |dlogit| {logit_diff:.3g}, smallest top-1/top-2 logit margin {margin:.3g}")
     if not prob_diff <= max_prob_diff:
         raise SystemExit(f"max |dprob| {prob_diff} is over {max_prob_diff}")
@@ -88,25 +78,17 @@ def check(sess, inputs_path, logits_path, max_prob_diff):
         p1, c1, _ = sess.run(None, {"images": images[i : i + 1]})
         if c1[0] != classes[i] or np.abs(p1[0] - probabilities[i]).max() > 1e-5:
             raise SystemExit(f"image {i} alone gives other outputs than in the batch")
-    print("ONNX Runtime agrees with classify")
+    print(f"{name}: ONNX Runtime agrees with classify")
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--onnx", required=True)
-    parser.add_argument("--write_inputs")
-    parser.add_argument("--batch", type=int, default=3)
-    parser.add_argument("--inputs")
-    parser.add_argument("--logits")
+    parser.add_argument("--inputs", required=True)
+    parser.add_argument("--logits", required=True)
     parser.add_argument("--max_prob_diff", type=float, default=1e-4)
     args = parser.parse_args()
-    sess = session(args.onnx)
-    if args.write_inputs:
-        write_inputs(sess, args.write_inputs, args.batch)
-    elif args.inputs and args.logits:
-        check(sess, args.inputs, args.logits, args.max_prob_diff)
-    else:
-        parser.error("give --write_inputs, or --inputs and --logits")
+    check(args.onnx, session(args.onnx), args.inputs, args.logits, args.max_prob_diff)
     return 0
 
 
