@@ -57,7 +57,7 @@ class OnnxBuilder {
   Status build();
 
  private:
-  Status emit(NodeId id, const std::vector<int>& consumers, std::set<NodeId>& folded);
+  Status emit(NodeId id);
   Status emit_conv(const Node& node, const Node* bn_node);
   Status emit_reshape(const Node& node, const ReshapeDesc& desc);
   Result<const float*> param(ParamId id, int64_t numel) const;
@@ -92,11 +92,15 @@ class OnnxBuilder {
   onnx::GraphProto& out_;
   std::map<ValueId, std::string> names_;
   std::set<std::string> used_;
+  std::vector<bool> node_needed_;  // the node feeds the logits (the aux head does not)
+  std::vector<int> consumers_;     // per value: how many needed nodes read it
+  std::set<NodeId> folded_;        // batch norms already folded into their convolution
 };
 
 std::string OnnxBuilder::fresh(const std::string& base) {
-  std::string name = base.empty() ? "t" : base;
-  for (int k = 1; used_.count(name) != 0; ++k) name = base + "_" + std::to_string(k);
+  const std::string stem = base.empty() ? "t" : base;
+  std::string name = stem;
+  for (int k = 1; used_.count(name) != 0; ++k) name = stem + "_" + std::to_string(k);
   used_.insert(name);
   return name;
 }
@@ -239,21 +243,21 @@ Status OnnxBuilder::emit_reshape(const Node& n, const ReshapeDesc& desc) {
                desc.output.str(), "; only 4-D <-> 2-D reshapes are supported");
 }
 
-Status OnnxBuilder::emit(NodeId id, const std::vector<int>& consumers, std::set<NodeId>& folded) {
+Status OnnxBuilder::emit(NodeId id) {
   const Node& n = graph_.nodes.at(static_cast<size_t>(id));
-  if (folded.count(id) != 0) return {};
+  if (folded_.count(id) != 0) return {};
   auto in = [&](size_t i) { return name_of(n.inputs.at(i)); };
   auto out = [&]() { return output_name(n.outputs.at(0)); };
 
   if (std::holds_alternative<Conv2dDesc>(n.desc)) {
     // Fold the batch norm that alone reads this conv's output.
     const ValueId y = n.outputs.at(0);
-    if (consumers.at(static_cast<size_t>(y)) == 1) {
+    if (consumers_.at(static_cast<size_t>(y)) == 1) {
       for (size_t k = static_cast<size_t>(id) + 1; k < graph_.nodes.size(); ++k) {
         const Node& next = graph_.nodes[k];
-        if (next.inputs.size() == 1 && next.inputs[0] == y &&
+        if (node_needed_[k] && next.inputs.size() == 1 && next.inputs[0] == y &&
             std::holds_alternative<BatchNormDesc>(next.desc)) {
-          folded.insert(static_cast<NodeId>(k));
+          folded_.insert(static_cast<NodeId>(k));
           return emit_conv(n, &next);
         }
       }
@@ -363,18 +367,18 @@ Status OnnxBuilder::build() {
   }
   // Only what the logits need: the auxiliary head is left out.
   std::vector<bool> needed(graph_.values.size(), false);
-  std::vector<bool> node_needed(graph_.nodes.size(), false);
+  node_needed_.assign(graph_.nodes.size(), false);
   needed[static_cast<size_t>(graph_.logits)] = true;
   for (size_t k = graph_.nodes.size(); k-- > 0;) {
     const Node& n = graph_.nodes[k];
-    for (ValueId o : n.outputs) node_needed[k] = node_needed[k] || needed[static_cast<size_t>(o)];
-    if (!node_needed[k]) continue;
+    for (ValueId o : n.outputs) node_needed_[k] = node_needed_[k] || needed[static_cast<size_t>(o)];
+    if (!node_needed_[k]) continue;
     for (ValueId i : n.inputs) needed[static_cast<size_t>(i)] = true;
   }
-  std::vector<int> consumers(graph_.values.size(), 0);
+  consumers_.assign(graph_.values.size(), 0);
   for (size_t k = 0; k < graph_.nodes.size(); ++k) {
-    if (!node_needed[k]) continue;
-    for (ValueId i : graph_.nodes[k].inputs) ++consumers[static_cast<size_t>(i)];
+    if (!node_needed_[k]) continue;
+    for (ValueId i : graph_.nodes[k].inputs) ++consumers_[static_cast<size_t>(i)];
   }
 
   const Shape& image = graph_.values.at(static_cast<size_t>(graph_.images)).shape;
@@ -386,9 +390,8 @@ Status OnnxBuilder::build() {
   used_.insert("logits");
   names_[graph_.logits] = "logits";
 
-  std::set<NodeId> folded;
   for (size_t k = 0; k < graph_.nodes.size(); ++k) {
-    if (node_needed[k]) IC_RETURN_IF_ERROR(emit(static_cast<NodeId>(k), consumers, folded));
+    if (node_needed_[k]) IC_RETURN_IF_ERROR(emit(static_cast<NodeId>(k)));
   }
   const std::string probabilities = fresh("probabilities"), classes_name = fresh("classes");
   integer(node("Softmax", {"logits"}, {probabilities}, "Predictions"), "axis", 1);

@@ -152,6 +152,21 @@ TEST(OnnxExport, UnwritablePathIsAnErrorNamingIt) {
   fs::remove_all(dir);
 }
 
+TEST(OnnxExport, MissingTensorIsAnErrorNamingItAndWritesNothing) {
+  const std::string dir = temp_dir("missing");
+  TrainedModel model = tiny_trained_model("resnet50", dir);
+  const std::string missing =
+      "resnet_v1_50/block2/unit_1/bottleneck_v1/conv2/BatchNorm/moving_variance";
+  ASSERT_EQ(model.weights.erase(missing), 1u);
+  const std::string path = dir + "/model.onnx";
+  const Status written = export_onnx(model, path);
+  ASSERT_FALSE(written.ok());
+  EXPECT_NE(written.message().find(missing), std::string::npos) << written.message();
+  EXPECT_NE(written.message().find(model.checkpoint), std::string::npos) << written.message();
+  EXPECT_FALSE(fs::exists(path));
+  fs::remove_all(dir);
+}
+
 // conv 3x3 stride 2 SAME (asymmetric TensorFlow padding) + batch norm with gamma on our CPU
 // backend against a direct convolution with fold_conv's weights and bias.
 TEST(OnnxExport, FoldedConvMatchesOurConvPlusBatchNorm) {
