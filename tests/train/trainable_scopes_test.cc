@@ -105,7 +105,8 @@ TEST_F(TrainableScopes, OnlyVariablesUnderTheScopesChange) {
   const RunResult first = train(dir, 2, {"--num_classes=10"});
   ASSERT_TRUE(first.status.ok()) << first.status.message();
   const std::vector<std::string> scopes = {"InceptionV3/Logits"};
-  const RunResult resumed = train(dir, 5, {"--num_classes=10", "--trainable_scopes=InceptionV3/Logits"});
+  const RunResult resumed =
+      train(dir, 5, {"--num_classes=10", "--trainable_scopes=InceptionV3/Logits"});
   ASSERT_TRUE(resumed.status.ok()) << resumed.status.message();
   EXPECT_NE(resumed.log.find("Training 2 of "), std::string::npos) << resumed.log;
   EXPECT_NE(resumed.log.find("under --trainable_scopes=InceptionV3/Logits"), std::string::npos);
@@ -137,8 +138,8 @@ TEST_F(TrainableScopes, FineTuneFromAnotherClassCount) {
   ASSERT_TRUE(source.status.ok()) << source.status.message();
   const std::vector<std::string> scopes = {"InceptionV3/Logits", "InceptionV3/AuxLogits"};
   const RunResult tuned = train(dir_ + "/seven", 3,
-                          {"--num_classes=7", "--warm_start_from=" + dir_ + "/ten",
-                           "--trainable_scopes=InceptionV3/Logits,InceptionV3/AuxLogits"});
+                                {"--num_classes=7", "--warm_start_from=" + dir_ + "/ten",
+                                 "--trainable_scopes=InceptionV3/Logits,InceptionV3/AuxLogits"});
   ASSERT_TRUE(tuned.status.ok()) << tuned.status.message();
 
   const CheckpointContents ten = read(dir_ + "/ten", 2), seven = read(dir_ + "/seven", 3);
@@ -166,8 +167,8 @@ TEST_F(TrainableScopes, FineTuneFromAnotherClassCount) {
 }
 
 TEST_F(TrainableScopes, ScopeMatchingNothingIsAnError) {
-  const RunResult run = train(dir_ + "/none", 1,
-                        {"--num_classes=10", "--trainable_scopes=InceptionV3/Logits,Nope/Logits"});
+  const RunResult run = train(
+      dir_ + "/none", 1, {"--num_classes=10", "--trainable_scopes=InceptionV3/Logits,Nope/Logits"});
   ASSERT_FALSE(run.status.ok());
   EXPECT_NE(run.status.message().find("'Nope/Logits' matches no trainable variable"),
             std::string::npos)
