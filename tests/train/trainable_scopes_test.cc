@@ -1,6 +1,6 @@
 // --trainable_scopes (TF-slim train_image_classifier's flag) through the whole training run:
 // variables outside the scopes keep their values and optimizer slots bit for bit while those
-// inside change; batch norm's moving statistics still update (TF-slim's update ops run for
+// inside change (inception_v3 with RMSProp, resnet50 with Nesterov momentum); batch norm's moving statistics still update (TF-slim's update ops run for
 // every layer); the fine-tuning recipe (--warm_start_from a 10-class run, --num_classes=7,
 // only the logits trained) leaves every other warm-started variable exactly as loaded; a
 // scope that matches nothing and a malformed list are errors.
@@ -31,14 +31,15 @@ struct RunResult {
 };
 
 // A tiny, deterministic inception_v3 training run with `extra` flags.
-RunResult train(const std::string& model_dir, int steps, std::vector<std::string> extra) {
+RunResult train(const std::string& model_dir, int steps, std::vector<std::string> extra,
+                const std::string& model = "inception_v3", int side = 75) {
   gflags::FlagSaver saver;  // each run starts from the registered defaults
   std::vector<std::string> args = {"prog",
                                    "--mode=train",
                                    "--use_data=fake",
                                    "--use_tpu=False",
-                                   "--width=75",
-                                   "--height=75",
+                                   "--width=" + std::to_string(side),
+                                   "--height=" + std::to_string(side),
                                    "--depth_multiplier=0.25",
                                    "--iterations=1",
                                    "--train_batch_size=4",
@@ -53,7 +54,7 @@ RunResult train(const std::string& model_dir, int steps, std::vector<std::string
   for (const std::string& a : args) argv.push_back(a.c_str());
   bool help = false;
   Result<RunOptions> options =
-      parse_run_options("inception_v3", static_cast<int>(argv.size()), argv.data(), &help);
+      parse_run_options(model, static_cast<int>(argv.size()), argv.data(), &help);
   if (!options.ok()) return {options.status(), ""};
   BackendOptions b;
   b.num_threads = 1;
@@ -100,16 +101,29 @@ class TrainableScopes : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(TrainableScopes, OnlyVariablesUnderTheScopesChange) {
+// One model with its logit scope and optimizer: inception_v3 (RMSProp: two slots) and
+// resnet50 (Nesterov momentum: one slot, and the extra Nesterov update over the same ranges).
+struct ScopeCase {
+  std::string model;
+  int side;
+  std::string logits_scope;
+  int slots;
+};
+
+class TrainableScopesModels : public TrainableScopes,
+                              public ::testing::WithParamInterface<ScopeCase> {};
+
+TEST_P(TrainableScopesModels, OnlyVariablesUnderTheScopesChange) {
+  const ScopeCase& c = GetParam();
   const std::string dir = dir_ + "/run";
-  const RunResult first = train(dir, 2, {"--num_classes=10"});
+  const RunResult first = train(dir, 2, {"--num_classes=10"}, c.model, c.side);
   ASSERT_TRUE(first.status.ok()) << first.status.message();
-  const std::vector<std::string> scopes = {"InceptionV3/Logits"};
+  const std::vector<std::string> scopes = {c.logits_scope};
   const RunResult resumed =
-      train(dir, 5, {"--num_classes=10", "--trainable_scopes=InceptionV3/Logits"});
+      train(dir, 5, {"--num_classes=10", "--trainable_scopes=" + c.logits_scope}, c.model, c.side);
   ASSERT_TRUE(resumed.status.ok()) << resumed.status.message();
   EXPECT_NE(resumed.log.find("Training 2 of "), std::string::npos) << resumed.log;
-  EXPECT_NE(resumed.log.find("under --trainable_scopes=InceptionV3/Logits"), std::string::npos);
+  EXPECT_NE(resumed.log.find("under --trainable_scopes=" + c.logits_scope), std::string::npos);
 
   const CheckpointContents before = read(dir, 2), after = read(dir, 5);
   int frozen = 0, trained = 0, statistics_moved = 0;
@@ -128,10 +142,14 @@ TEST_F(TrainableScopes, OnlyVariablesUnderTheScopesChange) {
       ++frozen;
     }
   }
-  EXPECT_EQ(trained, 2 * 3);  // weights and biases, each with two RMSProp slots
+  EXPECT_EQ(trained, 2 * (1 + c.slots));  // weights and biases, each with its slots
   EXPECT_GT(frozen, 100);
   EXPECT_GT(statistics_moved, 0);  // TF-slim's batch-norm update ops run for frozen layers too
 }
+
+INSTANTIATE_TEST_SUITE_P(All, TrainableScopesModels,
+                         ::testing::Values(ScopeCase{"inception_v3", 75, "InceptionV3/Logits", 2},
+                                           ScopeCase{"resnet50", 64, "resnet_v1_50/logits", 1}));
 
 TEST_F(TrainableScopes, FineTuneFromAnotherClassCount) {
   const RunResult source = train(dir_ + "/ten", 2, {"--num_classes=10"});
