@@ -46,8 +46,10 @@ Result<TrainedModel> load_trained_model(const std::string& model_dir,
   IC_ASSIGN_OR_RETURN(model.global_step, read_global_step(file, path));
 
   for (const ParamInfo& param : graph.params) {
-    const TensorEntry* entry =
-        param.trainable ? file.find(param.name + "/ExponentialMovingAverage") : nullptr;
+    // The shadow wherever there is one, as evaluation (ModelState::restore_for_eval) and the
+    // reference's ema.variables_to_restore() do: the batch-norm moving statistics have
+    // shadows too.
+    const TensorEntry* entry = file.find(param.name + "/ExponentialMovingAverage");
     if (entry == nullptr) entry = file.find(param.name);
     if (entry == nullptr) {
       return error(path, ": checkpoint has no tensor ", param.name, " that the model needs");

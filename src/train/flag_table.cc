@@ -205,7 +205,9 @@ std::vector<Flag> make_trainer_flags() {
       text("data_dir", &O::data_dir, "Directory with train-* and validation-* TFRecord shards"),
       text("model_dir", &O::model_dir, "Directory for checkpoints and TensorBoard event files"),
       text("export_dir", &O::export_dir,
-           "Export directory (accepted; no SavedModel is written yet, a notice says so)"),
+           "After the run, export the newest checkpoint as a TensorFlow SavedModel into a new "
+           "subdirectory <export_dir>/<unix seconds>/ (what TensorFlow Serving's "
+           "model_base_path expects); empty: no export"),
       number("num_shards", &O::num_shards, any_value(),
              "Number of TPU cores (accepted; replicas come from the launcher)"),
       number("iterations", &O::iterations, at_least(1),
@@ -303,6 +305,9 @@ std::vector<Flag> make_trainer_flags() {
            "A fresh run (no checkpoint in --model_dir yet) starts from this checkpoint's "
            "values: a model_dir, a TensorFlow checkpoint prefix/.index or a .safetensors file. "
            "Variables found with the model's shape are loaded, the rest start fresh"),
+      text("trainable_scopes", &O::trainable_scopes,
+           "Comma-separated scope prefixes (TF-slim's, e.g. InceptionV3/Logits,"
+           "InceptionV3/AuxLogits): only variables under them are trained; empty = all"),
       choice("checkpoint_format", &O::checkpoint_format,
              "Format of the checkpoints written: tf (TensorFlow's model.ckpt-N.index + "
              ".data-00000-of-00001) or safetensors (model.ckpt-N.safetensors); both are read"),

@@ -1,5 +1,7 @@
 #include "train/recipe.h"
 
+#include <sstream>
+
 #include "models/model_spec.h"
 #include "train/flag_table.h"
 
@@ -61,6 +63,23 @@ Result<TrainRecipe> train_recipe_for(const RunOptions& options) {
   r.schedule.train_steps = options.train_steps;
   r.schedule.num_train_images = options.num_train_images;
   IC_RETURN_IF_ERROR(validate_lr_schedule(r.schedule));
+  // TF-slim: [scope.strip() for scope in FLAGS.trainable_scopes.split(',')].
+  if (!options.trainable_scopes.empty()) {
+    std::stringstream list(options.trainable_scopes);
+    for (std::string scope; std::getline(list, scope, ',');) {
+      const size_t begin = scope.find_first_not_of(" \t");
+      const size_t end = scope.find_last_not_of(" \t");
+      if (begin == std::string::npos) {
+        return error("--trainable_scopes='", options.trainable_scopes,
+                     "' has an empty scope (give comma-separated scope prefixes such as ",
+                     "InceptionV3/Logits,InceptionV3/AuxLogits)");
+      }
+      r.trainable_scopes.push_back(scope.substr(begin, end - begin + 1));
+    }
+    if (options.trainable_scopes.back() == ',') {
+      return error("--trainable_scopes='", options.trainable_scopes, "' ends with a comma");
+    }
+  }
   return r;
 }
 

@@ -195,6 +195,7 @@ Status Session::prepare_training() {
   IC_ASSIGN_OR_RETURN(train_source_, make_batch_source(options_, true, trainer_->batch_size(),
                                                        reducer_.rank(), reducer_.size()));
   log_ << trainer_->memory_estimate() << std::endl;
+  log_ << trainer_->trainable_summary() << std::endl;
   if (leader_) {
     IC_ASSIGN_OR_RETURN(train_events_, EventWriter::create(options_.model_dir));
   }

@@ -46,7 +46,8 @@ Result<std::unique_ptr<Backend>> choose_backend(const RunOptions& options, bool 
 
 }  // namespace
 
-int run_main(const std::string& model, int argc, char** argv) {
+int run_main(const std::string& model, int argc, char** argv,
+             const ExportNewestCheckpoint& export_newest) {
   const std::string program = model;
   bool help = false;
   Result<RunOptions> options = parse_run_options(model, argc, argv, &help);
@@ -81,6 +82,10 @@ int run_main(const std::string& model, int argc, char** argv) {
       std::cerr << program << ": " << none.status().message() << std::endl;
       return 1;
     }
+    if (!options->export_dir.empty()) {
+      std::cout << "Note: --export_dir is not used by --mode=summary (it writes no checkpoint)"
+                << std::endl;
+    }
     Status status = run_mode(*options, **none, std::cout);
     if (!status.ok()) std::cerr << program << ": " << status.message() << std::endl;
     return status.ok() ? 0 : 1;
@@ -106,13 +111,6 @@ int run_main(const std::string& model, int argc, char** argv) {
               << (*backend)->description();
     if (comm.size() > 1) std::cout << ", data parallel over " << comm.description();
     std::cout << std::endl;
-    // Said, not silently dropped: a user who asks for an export must not believe one was made.
-    if (!options->export_dir.empty()) {
-      std::cout << "Note: --export_dir=" << options->export_dir
-                << " is not acted on: this build writes no SavedModel yet; the trained model is "
-                   "the TensorFlow checkpoint in --model_dir (tf.train.load_checkpoint reads it)"
-                << std::endl;
-    }
   }
   install_stop_signal_handlers(program.c_str(), options->stop_timeout_secs);
   Status status;
@@ -122,6 +120,13 @@ int run_main(const std::string& model, int argc, char** argv) {
     status = error("unexpected error: ", e.what());
   }
   if (!status.ok()) return fail(status.message());
+  if (!options->export_dir.empty() && comm.rank() == 0) {
+    if (!export_newest) return fail("--export_dir: this program was built without the export");
+    Result<std::string> exported = export_newest(options->model_dir, options->export_dir);
+    if (!exported.ok()) return fail("--export_dir: " + exported.status().message());
+    std::cout << "Exported the newest checkpoint of " << options->model_dir
+              << " as a SavedModel to " << *exported << std::endl;
+  }
   return 0;
 }
 

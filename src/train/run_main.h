@@ -4,10 +4,22 @@
 // command line exits 2; --help prints every flag with its default and exits 0.
 #pragma once
 
+#include <functional>
 #include <string>
+
+#include "core/status.h"
 
 namespace ic {
 
-int run_main(const std::string& model, int argc, char** argv);
+// What --export_dir does once the run has finished: export the newest checkpoint of
+// model_dir into a new numbered directory under export_dir and return its path. The programs
+// pass infer/'s SavedModel export (infer/model_export.h); train/ cannot use infer/ itself.
+using ExportNewestCheckpoint =
+    std::function<Result<std::string>(const std::string& model_dir, const std::string& export_dir)>;
+
+// With --export_dir set, replica 0 calls `export_newest` after a train, eval or train_and_eval
+// run that succeeded; an export that fails fails the program.
+int run_main(const std::string& model, int argc, char** argv,
+             const ExportNewestCheckpoint& export_newest = nullptr);
 
 }  // namespace ic

@@ -78,6 +78,9 @@ struct RunOptions {
   // A checkpoint (or a model_dir's latest) whose variables initialise a fresh run, by TF-slim
   // name where the shape matches (TensorFlow's warm start); ignored when resuming.
   std::string warm_start_from;
+  // TF-slim train_image_classifier's --trainable_scopes: comma-separated scope prefixes; only
+  // the trainable variables under them are updated by the optimizer (empty: all of them).
+  std::string trainable_scopes;
   // Training images per epoch, for the epoch-based learning-rate schedules and
   // current_epoch. The reference hard-codes ImageNet's 1,281,167; other data sets set it.
   int64_t num_train_images = 1281167;

@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include <algorithm>
+
 #include "core/host_memory.h"
 #include "train/ema.h"
 
@@ -49,6 +51,43 @@ size_t checkpoint_host_bytes(const ModelState& state) {
          (layout.trainable_count * (1 + ema + slots) + layout.state_count * (1 + ema));
 }
 
+// The trainable arena's ranges whose variables are under one of `scopes` (a name prefix, as
+// TF-slim's get_collection(TRAINABLE_VARIABLES, scope) matches), adjacent ones merged; the
+// whole arena when `scopes` is empty. A scope that matches no trainable variable is an error.
+Result<std::vector<std::pair<size_t, size_t>>> update_ranges(
+    const ModelState& state, const std::vector<std::string>& scopes) {
+  const ParamLayout& layout = state.layout();
+  if (scopes.empty()) return std::vector<std::pair<size_t, size_t>>{{0, layout.trainable_count}};
+  std::vector<std::pair<size_t, size_t>> ranges;
+  std::vector<bool> used(scopes.size(), false);
+  for (size_t i = 0; i < state.params().size(); ++i) {
+    const ParamInfo& p = state.params()[i];
+    if (!p.trainable) continue;
+    bool selected = false;
+    for (size_t s = 0; s < scopes.size(); ++s) {
+      if (p.name.starts_with(scopes[s])) selected = used[s] = true;
+    }
+    if (selected) ranges.emplace_back(layout.offset[i], static_cast<size_t>(p.shape.numel()));
+  }
+  for (size_t s = 0; s < scopes.size(); ++s) {
+    if (!used[s]) {
+      return error("--trainable_scopes: '", scopes[s],
+                   "' matches no trainable variable of this model (names look like ",
+                   state.params().front().name, ")");
+    }
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<size_t, size_t>> merged;
+  for (const auto& r : ranges) {
+    if (!merged.empty() && merged.back().first + merged.back().second == r.first) {
+      merged.back().second += r.second;
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph& graph,
@@ -60,6 +99,23 @@ Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph&
   std::unique_ptr<Trainer> t(new Trainer(state));
   t->recipe_ = recipe;
   t->reducer_ = reducer;
+  IC_ASSIGN_OR_RETURN(t->update_ranges_, update_ranges(state, recipe.trainable_scopes));
+  for (const ParamInfo& p : state.params()) {
+    if (!p.trainable) continue;
+    t->trainable_variables_ += 1;
+    t->trainable_parameters_ += p.shape.numel();
+  }
+  for (size_t i = 0; i < state.params().size(); ++i) {
+    const ParamInfo& p = state.params()[i];
+    if (!p.trainable) continue;
+    for (const auto& [offset, count] : t->update_ranges_) {
+      if (state.layout().offset[i] >= offset && state.layout().offset[i] < offset + count) {
+        t->trained_variables_ += 1;
+        t->trained_parameters_ += p.shape.numel();
+        break;
+      }
+    }
+  }
   // Replicas see different images; they also draw different dropout masks. Rank 0 keeps the
   // single-process masks.
   // Micro-batch k of replica r draws the masks replica r * micro_batches + k would.
@@ -114,30 +170,38 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
   if (want_loss) backend.sum_squares(state_.weights(), layout.decayed_count, scratch);
   // Data parallel: the mean of the replicas' gradients, as TPU's CrossShardOptimizer takes.
   if (reducer_ != nullptr) reducer_->mean(state_.grads(), layout.trainable_count);
-  // Weight decay: d/dw of wd * sum(w^2)/2 is wd * w, over the decayed prefix of the arena.
-  if (recipe_.weight_decay != 0.f && layout.decayed_count > 0) {
-    backend.axpy(recipe_.weight_decay, state_.weights(), state_.grads(), layout.decayed_count);
-  }
   last_learning_rate_ = learning_rate(recipe_.schedule, state_.global_step);
   const float lr = static_cast<float>(last_learning_rate_);
-  OptimizerArgs args{state_.weights(), state_.grads(),         state_.slot1(),
-                     state_.slot2(),   layout.trainable_count, lr};
-  switch (recipe_.optimizer) {
-    case OptimizerKind::rmsprop:
-      backend.rmsprop_update(args, recipe_.rmsprop_decay, recipe_.rmsprop_momentum,
-                             recipe_.rmsprop_epsilon);
-      break;
-    case OptimizerKind::momentum:
-      backend.momentum_update(args, recipe_.momentum);  // accum = m*accum + g; p -= lr*accum
-      if (recipe_.nesterov) {
-        // TF's use_nesterov: p -= lr*g + lr*m*accum. The plain update took lr*accum, so
-        // add back lr*(1-m)*accum and take lr*g.
-        backend.axpy(-lr, state_.grads(), state_.weights(), layout.trainable_count);
-        backend.axpy(lr * (1.f - recipe_.momentum), state_.slot1(), state_.weights(),
-                     layout.trainable_count);
-      }
-      break;
-    case OptimizerKind::sgd: backend.sgd_update(args); break;
+  // The optimizer touches only the trained ranges (the whole arena unless --trainable_scopes):
+  // the other variables keep their weights and slots bit for bit.
+  for (const auto& [offset, count] : update_ranges_) {
+    float* weights = state_.weights() + offset;
+    float* grad = state_.grads() + offset;
+    // Weight decay: d/dw of wd * sum(w^2)/2 is wd * w, over the decayed prefix of the arena.
+    const size_t decayed =
+        offset < layout.decayed_count ? std::min(count, layout.decayed_count - offset) : 0;
+    if (recipe_.weight_decay != 0.f && decayed > 0) {
+      backend.axpy(recipe_.weight_decay, weights, grad, decayed);
+    }
+    float* slot1 = state_.slot1() ? state_.slot1() + offset : nullptr;
+    float* slot2 = state_.slot2() ? state_.slot2() + offset : nullptr;
+    OptimizerArgs args{weights, grad, slot1, slot2, count, lr};
+    switch (recipe_.optimizer) {
+      case OptimizerKind::rmsprop:
+        backend.rmsprop_update(args, recipe_.rmsprop_decay, recipe_.rmsprop_momentum,
+                               recipe_.rmsprop_epsilon);
+        break;
+      case OptimizerKind::momentum:
+        backend.momentum_update(args, recipe_.momentum);  // accum = m*accum + g; p -= lr*accum
+        if (recipe_.nesterov) {
+          // TF's use_nesterov: p -= lr*g + lr*m*accum. The plain update took lr*accum, so
+          // add back lr*(1-m)*accum and take lr*g.
+          backend.axpy(-lr, grad, weights, count);
+          backend.axpy(lr * (1.f - recipe_.momentum), slot1, weights, count);
+        }
+        break;
+      case OptimizerKind::sgd: backend.sgd_update(args); break;
+    }
   }
   state_.global_step += 1;
   if (recipe_.moving_average && state_.has_ema()) {
@@ -175,6 +239,19 @@ std::string Trainer::memory_estimate() const {
     if (const std::optional<size_t> device = backend.available_memory()) {
       line += " (" + format_bytes(*device) + " free there)";
     }
+  }
+  return line;
+}
+
+std::string Trainer::trainable_summary() const {
+  std::string line = "Training " + std::to_string(trained_variables_) + " of " +
+                     std::to_string(trainable_variables_) + " trainable variables (" +
+                     std::to_string(trained_parameters_) + " of " +
+                     std::to_string(trainable_parameters_) + " parameters)";
+  if (recipe_.trainable_scopes.empty()) return line;
+  line += " under --trainable_scopes=";
+  for (size_t i = 0; i < recipe_.trainable_scopes.size(); ++i) {
+    line += (i ? "," : "") + recipe_.trainable_scopes[i];
   }
   return line;
 }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dist/device_reducer.h"
 #include "graph/compiled_graph.h"
@@ -32,6 +34,11 @@ struct TrainRecipe {
   // are updated once per micro-batch, in order.
   int micro_batches = 1;
   LrScheduleOptions schedule;
+  // TF-slim's --trainable_scopes: only trainable variables whose names start with one of
+  // these are updated (no optimizer step, no slot change, no weight-decay gradient for the
+  // others); empty: all. Like TF-slim, the others still get their moving statistics and EMA
+  // shadows updated, and their weight decay still counts in the reported loss.
+  std::vector<std::string> trainable_scopes;
 };
 
 class Trainer {
@@ -58,6 +65,9 @@ class Trainer {
   // process so far, the step's activation arena, the checkpoint's host copies, input batches)
   // and what the machine has available. Call after the model state is initialised.
   std::string memory_estimate() const;
+  // One line for the run's log: how many variables and parameters the optimizer updates
+  // (all, or those under the recipe's trainable_scopes).
+  std::string trainable_summary() const;
 
  private:
   Trainer(ModelState& state) : state_(state) {}
@@ -76,6 +86,11 @@ class Trainer {
   int64_t image_floats_ = 0;      // of one micro-batch
   int micro_batches_ = 1;
   double last_learning_rate_ = 0;
+  // The trainable arena's ranges (element offset, count) the optimizer updates: the whole arena,
+  // or the variables under the trainable scopes, adjacent ones merged.
+  std::vector<std::pair<size_t, size_t>> update_ranges_;
+  int64_t trained_variables_ = 0, trainable_variables_ = 0;
+  int64_t trained_parameters_ = 0, trainable_parameters_ = 0;
 };
 
 class Evaluator {

@@ -1,6 +1,8 @@
-// load_trained_model: the EMA shadow wins over the raw weights, batch-norm statistics are read
-// as they are, the step and metadata come back, and a missing or mis-shaped tensor is an
-// error naming the checkpoint.
+// load_trained_model: the EMA shadow wins over the raw tensor (weights and batch-norm
+// statistics alike, as evaluation reads them), a tensor without a shadow is read as it is, the step
+// and metadata come back, and a missing or mis-shaped tensor is an error naming the checkpoint.
+#include "infer/trained_model.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "infer/trained_model.h"
 #include "io/checkpoint_dir.h"
 
 namespace ic {
@@ -23,8 +24,9 @@ struct TinyCheckpoint {
   Graph graph;
 };
 
-// Writes a step-7 checkpoint of a tiny inception_v3 where every raw weight is 1, every EMA
-// shadow 2 and every state tensor 3; `skip` leaves one tensor out.
+// Writes a step-7 checkpoint of a tiny inception_v3 where every raw weight is 1, its EMA
+// shadow 2, every state tensor 3 and the moving means' shadows 4 (the moving variances have
+// none); `skip` leaves one tensor out.
 TinyCheckpoint write_tiny(const std::string& name, const std::string& skip = "") {
   TinyCheckpoint t;
   t.dir = (fs::temp_directory_path() / ("ic_trained_" + std::to_string(getpid()) + name)).string();
@@ -41,8 +43,8 @@ TinyCheckpoint write_tiny(const std::string& name, const std::string& skip = "")
     if (p.name == skip) continue;
     storage.emplace_back(p.shape.numel(), p.trainable ? 1.f : 3.f);
     views.push_back({p.name, DType::f32, p.shape, storage.back().data()});
-    if (p.trainable) {
-      storage.emplace_back(p.shape.numel(), 2.f);
+    if (p.trainable || p.name.ends_with("moving_mean")) {
+      storage.emplace_back(p.shape.numel(), p.trainable ? 2.f : 4.f);
       views.push_back(
           {p.name + "/ExponentialMovingAverage", DType::f32, p.shape, storage.back().data()});
     }
@@ -71,7 +73,8 @@ TEST(TrainedModel, EmaShadowsAndMovingStatistics) {
   for (const ParamInfo& p : t.graph.params) {
     const TensorEntry& w = model->weights.at(p.name);
     EXPECT_EQ(w.shape, p.shape) << p.name;
-    EXPECT_EQ(first_value(w), p.trainable ? 2.f : 3.f) << p.name;
+    const float expected = p.trainable ? 2.f : p.name.ends_with("moving_mean") ? 4.f : 3.f;
+    EXPECT_EQ(first_value(w), expected) << p.name;
   }
   Result<Graph> graph = build_inference_graph(*model, 4);
   ASSERT_TRUE(graph.ok());

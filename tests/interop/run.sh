@@ -7,6 +7,16 @@
 #   2. TensorFlow's Saver writes a checkpoint of variables named as ours with other values
 #      (write_with_tensorflow.py); our reader must read it bit for bit as TensorFlow does
 #   3. our trainer resumes from TensorFlow's checkpoint and saves; TensorFlow reads the result
+#   4. SavedModel exports of tiny inception_v3 (export_model), inception_v4 and resnet50 (the
+#      trainers' --export_dir): TensorFlow loads each (tf.saved_model.load, and the TF1
+#      Session loader TF Serving's restore path uses), its signatures are as documented, and
+#      serving_default on a few preprocessed images gives classify's softmax and argmax
+#      (check_saved_model.py)
+#   5. the same for a full-size inception_v3 (299x299, 1001 classes) after one training step
+#   6. ONNX Runtime runs our ONNX exports (export_model --format=onnx) of the same models on the
+#      same images: max |dprob| <= 1e-4 against classify's softmax and the same top-1 class
+#      (check_onnx_runtime.py)
+#   7. the same for the full-size inception_v3
 # Python comes from a virtual environment made once from PyPI with the pinned packages of
 # requirements.txt, cached under ${XDG_CACHE_HOME:-~/.cache}/inception.cpp/ and keyed by those
 # pins and the Python version. Anything that cannot be installed or run fails the script
@@ -25,7 +35,7 @@ die() {
   exit 1
 }
 
-for tool in inception_v3 inspect_checkpoint; do
+for tool in inception_v3 inception_v4 resnet50 inspect_checkpoint export_model classify; do
   [[ -x $bin/$tool ]] || die "$bin/$tool is not built (cmake --build build first)"
 done
 command -v "$python" >/dev/null || die "$python not found"
@@ -38,7 +48,7 @@ key=$({
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/inception.cpp
 venv=$cache/interop-venv-$key
 if [[ ! -f $venv/.complete ]]; then
-  say "making the Python environment $venv (tensorflow-cpu from PyPI, once)"
+  say "making the Python environment $venv (tensorflow-cpu, onnxruntime from PyPI, once)"
   rm -rf "$venv"
   mkdir -p "$cache"
   "$python" -m venv "$venv" ||
@@ -46,6 +56,7 @@ if [[ ! -f $venv/.complete ]]; then
   "$venv/bin/pip" install --disable-pip-version-check --no-input -q -r "$here/requirements.txt" ||
     die "cannot install the pinned packages of tests/interop/requirements.txt from PyPI"
   "$venv/bin/python" -c "import numpy, tensorflow" || die "tensorflow does not import in $venv"
+  "$venv/bin/python" -c "import onnxruntime" || die "onnxruntime does not import in $venv"
   touch "$venv/.complete"
 fi
 py=$venv/bin/python
@@ -69,7 +80,7 @@ run() {
   fi
 }
 
-say "1/3: TensorFlow reads our checkpoint"
+say "1/7: TensorFlow reads our checkpoint"
 run train_tf "$bin/inception_v3" "${tiny[@]}" --train_steps=4 --model_dir="$work/ours_tf"
 run train_safetensors "$bin/inception_v3" "${tiny[@]}" --train_steps=4 \
   --model_dir="$work/ours_safetensors" --checkpoint_format=safetensors
@@ -80,7 +91,7 @@ done
   --safetensors="$work/ours_safetensors/model.ckpt-4.safetensors" --step=4 \
   --ignore_metadata=flags || die "TensorFlow does not read our checkpoint as we wrote it"
 
-say "2/3: we read TensorFlow's checkpoint"
+say "2/7: we read TensorFlow's checkpoint"
 "$py" "$here/write_with_tensorflow.py" --source="$work/ours_tf/model.ckpt-4" \
   --model_dir="$work/theirs" --step=10 || die "TensorFlow could not write a checkpoint"
 run inspect_theirs "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
@@ -89,7 +100,7 @@ run inspect_theirs "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
   --safetensors="$work/theirs_as_read_by_us.safetensors" --step=10 ||
   die "we do not read TensorFlow's checkpoint as TensorFlow does"
 
-say "3/3: our trainer resumes from TensorFlow's checkpoint"
+say "3/7: our trainer resumes from TensorFlow's checkpoint"
 run resume "$bin/inception_v3" "${tiny[@]}" --train_steps=12 --model_dir="$work/theirs"
 grep -qF "Restoring parameters from $work/theirs/model.ckpt-10 (global step 10)" \
   "$work/resume.log" || {
@@ -101,4 +112,62 @@ run inspect_resumed "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
 "$py" "$here/compare_with_safetensors.py" --model_dir="$work/theirs" \
   --safetensors="$work/resumed.safetensors" --step=12 ||
   die "TensorFlow does not read the checkpoint saved after resuming"
+# Preprocessed images for classify and the SavedModel alike: uniform in [-1, 1].
+write_images() {  # path count height width seed
+  "$py" -c 'import sys, numpy as np
+path, n, h, w, seed = sys.argv[1], *map(int, sys.argv[2:])
+np.save(path, np.random.RandomState(seed).uniform(-1, 1, (n, h, w, 3)).astype(np.float32))' "$@"
+}
+
+say "4/7: TensorFlow serves our SavedModel exports as classify computes"
+run export_v3 "$bin/export_model" --model_dir="$work/ours_tf" --export_dir="$work/export_v3"
+run train_v4 "$bin/inception_v4" "${tiny[@]}" --train_steps=2 --model_dir="$work/v4" \
+  --export_dir="$work/export_v4"
+run train_resnet50 "$bin/resnet50" "${tiny[@]}" --width=64 --height=64 --train_steps=2 \
+  --model_dir="$work/resnet50" --export_dir="$work/export_resnet50"
+cases=()
+for model in v3:75 v4:75 resnet50:64; do
+  name=${model%:*} side=${model#*:}
+  model_dir=$work/$name
+  [[ $name == v3 ]] && model_dir=$work/ours_tf
+  write_images "$work/images_$name.npy" 3 "$side" "$side" 5
+  run "classify_$name" "$bin/classify" --model_dir="$model_dir" \
+    --logits_out="$work/logits_$name.npy" "$work/images_$name.npy"
+  cases+=(--case "$work/export_$name" "$work/images_$name.npy" "$work/logits_$name.npy" 10)
+done
+"$py" "$here/check_saved_model.py" "${cases[@]}" ||
+  die "TensorFlow does not serve our SavedModel export as classify computes"
+
+say "5/7: the same for a full-size inception_v3 (299x299, 1001 classes)"
+run train_full "$bin/inception_v3" --mode=train --use_data=fake --use_tpu=False --train_steps=1 \
+  --train_batch_size=2 --iterations=1 --save_checkpoints_secs=0 --seed=3 \
+  --model_dir="$work/full" --export_dir="$work/export_full"
+write_images "$work/images_full.npy" 2 299 299 6
+run classify_full "$bin/classify" --model_dir="$work/full" --logits_out="$work/logits_full.npy" \
+  "$work/images_full.npy"
+"$py" "$here/check_saved_model.py" \
+  --case "$work/export_full" "$work/images_full.npy" "$work/logits_full.npy" 1001 ||
+  die "TensorFlow does not serve the full-size inception_v3 export as classify computes"
+
+# ONNX Runtime on model_dir $1's ONNX export (export_model --format=onnx into $2), given the
+# images $3 classify produced the logits $4 for.
+onnx_agrees() {
+  local model_dir=$1 export_dir=$2 images=$3 logits=$4
+  run "export_$(basename "$export_dir")" "$bin/export_model" --model_dir="$model_dir" \
+    --export_dir="$export_dir" --format=onnx
+  local files=("$export_dir"/*/model.onnx)
+  [[ -f ${files[0]} ]] || die "export_model --format=onnx wrote no $export_dir/<seconds>/model.onnx"
+  "$py" "$here/check_onnx_runtime.py" --onnx="${files[0]}" --inputs="$images" \
+    --logits="$logits" --max_prob_diff=1e-4 ||
+    die "ONNX Runtime does not run our ONNX export of $model_dir as classify does"
+}
+
+say "6/7: ONNX Runtime runs our ONNX exports as classify computes"
+onnx_agrees "$work/ours_tf" "$work/onnx_v3" "$work/images_v3.npy" "$work/logits_v3.npy"
+for name in v4 resnet50; do
+  onnx_agrees "$work/$name" "$work/onnx_$name" "$work/images_$name.npy" "$work/logits_$name.npy"
+done
+
+say "7/7: the same for the full-size inception_v3"
+onnx_agrees "$work/full" "$work/onnx_full" "$work/images_full.npy" "$work/logits_full.npy"
 say "passed"

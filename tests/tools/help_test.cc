@@ -19,10 +19,15 @@ TEST(Help, EveryProgramSaysWhatItDoesGivesAnExampleAndListsOnlyItsFlags) {
     const char* program;
     const char* one_of_its_flags;
   } programs[] = {
-      {"inception_v3", "--train_batch_size"},     {"inception_v4", "--cold_learning_rate"},
-      {"resnet50", "--micro_batch_size"},         {"classify", "--top_k"},
-      {"inspect_checkpoint", "--write_bundle"},   {"make_fake_imagenet", "--num_train_images"},
-      {"imagenet_to_tfrecord", "--raw_data_dir"}, {"fashion_mnist_to_raw", "--output_dir"},
+      {"inception_v3", "--train_batch_size"},
+      {"inception_v4", "--cold_learning_rate"},
+      {"resnet50", "--micro_batch_size"},
+      {"classify", "--top_k"},
+      {"inspect_checkpoint", "--write_bundle"},
+      {"make_fake_imagenet", "--num_train_images"},
+      {"imagenet_to_tfrecord", "--raw_data_dir"},
+      {"fashion_mnist_to_raw", "--output_dir"},
+      {"export_model", "--format"},
   };
   for (const auto& p : programs) {
     const ToolOutput help = run_tool(p.program, "--help");
@@ -42,7 +47,8 @@ TEST(Help, EveryProgramSaysWhatItDoesGivesAnExampleAndListsOnlyItsFlags) {
 }
 
 TEST(Help, AnUnknownFlagIsRefusedWithExitCode2) {
-  for (const char* program : {"make_fake_imagenet", "imagenet_to_tfrecord", "classify"}) {
+  for (const char* program :
+       {"make_fake_imagenet", "imagenet_to_tfrecord", "classify", "export_model"}) {
     const ToolOutput bad = run_tool(program, "--no_such_flag=1");
     EXPECT_EQ(bad.exit_code, 2) << program << "\n" << bad.output;
     EXPECT_TRUE(bad.contains("no_such_flag")) << program << "\n" << bad.output;
@@ -51,16 +57,6 @@ TEST(Help, AnUnknownFlagIsRefusedWithExitCode2) {
   const ToolOutput slip = run_tool("make_fake_imagenet", "--num_train_image=3");
   EXPECT_EQ(slip.exit_code, 2) << slip.output;
   EXPECT_TRUE(slip.contains("(did you mean --num_train_images?)")) << slip.output;
-}
-
-// --export_dir is accepted (the tutorial's commands pass it) but no SavedModel is written yet:
-// the program must say so rather than let the user believe an export exists.
-TEST(Help, ExportDirIsSaidNotToBeActedOn) {
-  testing::TempDir dir;
-  const ToolOutput run =
-      testing::train_tiny_model(dir.path() + "/model", 1, "--export_dir=" + dir.path() + "/export");
-  EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_TRUE(run.contains("--export_dir=" + dir.path() + "/export is not acted on")) << run.output;
 }
 
 }  // namespace

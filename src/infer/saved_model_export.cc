@@ -1,0 +1,35 @@
+#include "infer/saved_model_export.h"
+
+#include <filesystem>
+
+#include "infer/saved_model_graph.h"
+#include "io/posix_file.h"
+#include "io/tensor_bundle.h"
+
+namespace ic {
+
+Status write_saved_model(const TrainedModel& model, const std::string& dir) {
+  // The graph's batch size does not matter: the export's batch dimension is -1.
+  IC_ASSIGN_OR_RETURN(Graph graph, build_inference_graph(model, 1));
+  IC_ASSIGN_OR_RETURN(SavedModelGraph exported, saved_model_graph(graph));
+
+  std::vector<TensorView> tensors;
+  for (const std::string& name : exported.variables) {
+    auto found = model.weights.find(name);
+    if (found == model.weights.end())
+      return error(model.checkpoint, ": no tensor ", name, " for the SavedModel's variables");
+    const TensorEntry& entry = found->second;
+    tensors.push_back(TensorView{entry.name, entry.dtype, entry.shape, entry.bytes.data()});
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/variables", ec);
+  if (ec) return error("cannot create ", dir, "/variables: ", ec.message());
+  IC_RETURN_IF_ERROR(write_tensor_bundle(dir + "/variables/variables", {}, tensors));
+
+  std::string bytes;
+  if (!exported.saved_model.SerializeToString(&bytes))
+    return error("cannot serialise the SavedModel of ", model.checkpoint);
+  return write_file_atomically(dir + "/saved_model.pb", {bytes});
+}
+
+}  // namespace ic

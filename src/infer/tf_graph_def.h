@@ -1,0 +1,52 @@
+// A small builder of TensorFlow GraphDefs (proto/graph.proto): nodes with unique names, the
+// attributes TensorFlow's op registry requires, and constants. The SavedModel exporter
+// (saved_model_graph.h) writes the inference network with it.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "proto/graph.pb.h"
+
+namespace ic {
+
+class TfGraphDefBuilder {
+ public:
+  // Adds a node named `name` (made unique with "_1", "_2"... as TensorFlow does) and returns
+  // it; its name is node->name(). Inputs are "node", "node:k" or "^node".
+  tensorflow::NodeDef* add(const std::string& name, const std::string& op,
+                           const std::vector<std::string>& inputs = {});
+
+  // Constants; the node's name is returned.
+  std::string const_int32(const std::string& name, const std::vector<int32_t>& values,
+                          bool scalar = false);
+  std::string const_strings(const std::string& name, const std::vector<std::string>& values,
+                            bool scalar = false);
+  // A float constant of `shape` whose every element is `value` (one value in the proto:
+  // TensorFlow repeats the last value over the shape).
+  std::string const_filled(const std::string& name, const std::vector<int64_t>& shape, float value);
+
+  tensorflow::GraphDef& graph() { return graph_; }
+
+ private:
+  tensorflow::GraphDef graph_;
+  std::set<std::string> names_;
+};
+
+// Attribute setters.
+void set_type(tensorflow::NodeDef* node, const std::string& key, tensorflow::DataType type);
+void set_int(tensorflow::NodeDef* node, const std::string& key, int64_t value);
+void set_float(tensorflow::NodeDef* node, const std::string& key, float value);
+void set_bool(tensorflow::NodeDef* node, const std::string& key, bool value);
+void set_string(tensorflow::NodeDef* node, const std::string& key, const std::string& value);
+void set_ints(tensorflow::NodeDef* node, const std::string& key,
+              const std::vector<int64_t>& values);
+void set_types(tensorflow::NodeDef* node, const std::string& key,
+               const std::vector<tensorflow::DataType>& types);
+// A shape attribute; -1 is an unknown dimension.
+void set_shape(tensorflow::NodeDef* node, const std::string& key, const std::vector<int64_t>& dims);
+tensorflow::TensorShapeProto shape_proto(const std::vector<int64_t>& dims);
+
+}  // namespace ic
