@@ -1,7 +1,6 @@
 #include "infer/saved_model_graph.h"
 
 #include <map>
-#include <type_traits>
 
 #include "data/preprocessing.h"
 #include "infer/image_bytes_input.h"
@@ -84,6 +83,9 @@ class Translator {
     NodeDef* softmax = b_.add("softmax_tensor", "Softmax", {logits});  // the reference's name
     set_type(softmax, "T", DT_FLOAT);
 
+    // Names, not NodeDef pointers: the graph moves into the MetaGraphDef below.
+    const std::string images_name = input->name(), classes_name = argmax->name(),
+                      probabilities_name = softmax->name();
     add_saver();
     b_.graph().mutable_versions()->set_producer(kGraphDefProducer);
 
@@ -99,15 +101,15 @@ class Translator {
     tensorflow::SignatureDef& signature = (*meta->mutable_signature_def())[kServingSignatureKey];
     signature.set_method_name(kServingPredictMethod);
     tensorflow::TensorInfo& in = (*signature.mutable_inputs())[kImagesInputKey];
-    in.set_name(tensor_name(input->name()));
+    in.set_name(tensor_name(images_name));
     in.set_dtype(DT_FLOAT);
     *in.mutable_tensor_shape() = shape_proto({-1, images.h(), images.w(), images.c()});
     tensorflow::TensorInfo& c = (*signature.mutable_outputs())[kClassesOutputKey];
-    c.set_name(tensor_name(argmax->name()));
+    c.set_name(tensor_name(classes_name));
     c.set_dtype(DT_INT64);
     *c.mutable_tensor_shape() = shape_proto({-1});
     tensorflow::TensorInfo& p = (*signature.mutable_outputs())[kProbabilitiesOutputKey];
-    p.set_name(tensor_name(softmax->name()));
+    p.set_name(tensor_name(probabilities_name));
     p.set_dtype(DT_FLOAT);
     *p.mutable_tensor_shape() = shape_proto({-1, classes});
     // classify: the same outputs from encoded JPEGs, as the reference's signature.
