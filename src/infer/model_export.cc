@@ -1,5 +1,8 @@
 #include "infer/model_export.h"
 
+#include <fcntl.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -7,6 +10,7 @@
 #include "infer/onnx_export.h"
 #include "infer/saved_model_export.h"
 #include "io/checkpoint_dir.h"
+#include "io/posix_file.h"
 #include "io/safetensors.h"
 
 namespace ic {
@@ -33,6 +37,14 @@ Status write_safetensors_export(const TrainedModel& model, const std::string& pa
 }
 
 namespace {
+
+// Makes the rename that published an export durable.
+Status fsync_directory(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return error(dir, ": cannot open to fsync: ", std::strerror(errno));
+  if (::fsync(fd.get()) != 0) return error(dir, ": fsync failed: ", std::strerror(errno));
+  return Status();
+}
 
 Status write_export(const TrainedModel& model, const std::string& dir, ExportFormat format) {
   switch (format) {
@@ -66,7 +78,12 @@ Result<std::string> export_trained_model(const TrainedModel& model, const std::s
   Status written = write_export(model, temp_dir, format);
   if (written.ok()) {
     fs::rename(temp_dir, final_dir, ec);
-    if (ec) written = error("cannot rename ", temp_dir, " to ", final_dir, ": ", ec.message());
+    if (ec) {
+      written = error("cannot rename ", temp_dir, " to ", final_dir, ": ", ec.message());
+    } else {
+      written = fsync_directory(export_dir);
+      if (!written.ok()) return written;  // the export is complete, only not yet durable
+    }
   }
   if (!written.ok()) {
     fs::remove_all(temp_dir, ec);

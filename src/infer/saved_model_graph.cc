@@ -1,8 +1,9 @@
 #include "infer/saved_model_graph.h"
 
 #include <map>
-#include <type_traits>
 
+#include "data/preprocessing.h"
+#include "infer/image_bytes_input.h"
 #include "infer/tf_graph_def.h"
 
 namespace ic {
@@ -48,7 +49,11 @@ class Translator {
       return error("the graph has no images input or no logits");
     const Shape& images = graph_.values.at(graph_.images).shape;
     if (images.rank() != 4) return error("the images input is not NHWC: ", images.str());
-    NodeDef* input = b_.add(kImagesInputKey, "Placeholder");
+    // `images` is fed directly (serving_default) or, when only `image_bytes` is fed
+    // (classify), defaults to the JPEGs decoded and preprocessed inside the graph.
+    const ImageBytesInput jpegs = add_image_bytes_input(b_, images.h(), images.w(),
+                                                        PreprocessOptions{}.eval_central_fraction);
+    NodeDef* input = b_.add(kImagesInputKey, "PlaceholderWithDefault", {jpegs.images});
     set_type(input, "dtype", DT_FLOAT);
     set_shape(input, "shape", {-1, images.h(), images.w(), images.c()});
     tensors_[graph_.images] = input->name();
@@ -78,6 +83,9 @@ class Translator {
     NodeDef* softmax = b_.add("softmax_tensor", "Softmax", {logits});  // the reference's name
     set_type(softmax, "T", DT_FLOAT);
 
+    // Names, not NodeDef pointers: the graph moves into the MetaGraphDef below.
+    const std::string images_name = input->name(), classes_name = argmax->name(),
+                      probabilities_name = softmax->name();
     add_saver();
     b_.graph().mutable_versions()->set_producer(kGraphDefProducer);
 
@@ -93,19 +101,25 @@ class Translator {
     tensorflow::SignatureDef& signature = (*meta->mutable_signature_def())[kServingSignatureKey];
     signature.set_method_name(kServingPredictMethod);
     tensorflow::TensorInfo& in = (*signature.mutable_inputs())[kImagesInputKey];
-    in.set_name(tensor_name(input->name()));
+    in.set_name(tensor_name(images_name));
     in.set_dtype(DT_FLOAT);
     *in.mutable_tensor_shape() = shape_proto({-1, images.h(), images.w(), images.c()});
     tensorflow::TensorInfo& c = (*signature.mutable_outputs())[kClassesOutputKey];
-    c.set_name(tensor_name(argmax->name()));
+    c.set_name(tensor_name(classes_name));
     c.set_dtype(DT_INT64);
     *c.mutable_tensor_shape() = shape_proto({-1});
     tensorflow::TensorInfo& p = (*signature.mutable_outputs())[kProbabilitiesOutputKey];
-    p.set_name(tensor_name(softmax->name()));
+    p.set_name(tensor_name(probabilities_name));
     p.set_dtype(DT_FLOAT);
     *p.mutable_tensor_shape() = shape_proto({-1, classes});
-    const tensorflow::SignatureDef serving = signature;  // copied before the map grows
-    (*meta->mutable_signature_def())[kClassifySignatureKey] = serving;
+    // classify: the same outputs from encoded JPEGs, as the reference's signature.
+    tensorflow::SignatureDef from_jpegs = signature;  // copied before the map grows
+    from_jpegs.mutable_inputs()->clear();
+    tensorflow::TensorInfo& bytes = (*from_jpegs.mutable_inputs())[kImageBytesInputKey];
+    bytes.set_name(tensor_name(jpegs.placeholder));
+    bytes.set_dtype(DT_STRING);
+    *bytes.mutable_tensor_shape() = shape_proto({-1});
+    (*meta->mutable_signature_def())[kClassifySignatureKey] = std::move(from_jpegs);
 
     for (const Variable& v : variables_) out.variables.push_back(v.name);
     return out;

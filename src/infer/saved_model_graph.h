@@ -1,10 +1,13 @@
 // The inference network of a trained model as a TensorFlow 1 graph for a SavedModel
 // (what saved_model.pb holds): one resource variable per parameter under its TF-slim name,
 // the ops of our graph translated one by one, a SaverDef whose restore op reads
-// variables/variables, and the `serving_default` signature (also under `classify`):
-//   images         float32 [-1,H,W,3], the evaluation preprocessing's output in [-1, 1]
-//   classes        int64 [-1]          argmax of the logits
-//   probabilities  float32 [-1,classes] softmax of the logits
+// variables/variables, and two signatures with the same outputs:
+//   serving_default  in:  images         float32 [-1,H,W,3], the evaluation preprocessing's
+//                                        output in [-1, 1]
+//   classify         in:  image_bytes    string [-1], encoded JPEGs, preprocessed inside the
+//                                        graph (image_bytes_input.h), as the reference's
+//                   out:  classes        int64 [-1]          argmax of the logits
+//                         probabilities  float32 [-1,classes] softmax of the logits
 // Only what the logits need is translated (the auxiliary head is left out).
 #pragma once
 
@@ -18,8 +21,9 @@
 namespace ic {
 
 inline constexpr char kServingSignatureKey[] = "serving_default";
-// The reference's own key for the same signature (its Estimator exports both).
+// The reference's signature key; its input is encoded JPEGs.
 inline constexpr char kClassifySignatureKey[] = "classify";
+inline constexpr char kImageBytesInputKey[] = "image_bytes";
 inline constexpr char kServingPredictMethod[] = "tensorflow/serving/predict";
 inline constexpr char kServingTag[] = "serve";
 inline constexpr char kImagesInputKey[] = "images";

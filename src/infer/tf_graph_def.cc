@@ -7,7 +7,7 @@ tensorflow::NodeDef* TfGraphDefBuilder::add(const std::string& name, const std::
   std::string unique = name;
   for (int k = 1; names_.count(unique) != 0; ++k) unique = name + "_" + std::to_string(k);
   names_.insert(unique);
-  tensorflow::NodeDef* node = graph_.add_node();
+  tensorflow::NodeDef* node = nodes_->Add();
   node->set_name(unique);
   node->set_op(op);
   for (const std::string& input : inputs) node->add_input(input);
@@ -51,7 +51,19 @@ std::string TfGraphDefBuilder::const_filled(const std::string& name,
   tensorflow::TensorProto* t = (*node->mutable_attr())["value"].mutable_tensor();
   t->set_dtype(tensorflow::DT_FLOAT);
   *t->mutable_tensor_shape() = shape_proto(shape);
-  t->add_float_val(value);
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  if (count > 0) t->add_float_val(value);  // an empty tensor lists no values
+  return node->name();
+}
+
+std::string TfGraphDefBuilder::const_double(const std::string& name, double value) {
+  tensorflow::NodeDef* node = add(name, "Const");
+  set_type(node, "dtype", tensorflow::DT_DOUBLE);
+  tensorflow::TensorProto* t = (*node->mutable_attr())["value"].mutable_tensor();
+  t->set_dtype(tensorflow::DT_DOUBLE);
+  *t->mutable_tensor_shape() = shape_proto({});
+  t->add_double_val(value);
   return node->name();
 }
 

@@ -14,6 +14,13 @@ namespace ic {
 
 class TfGraphDefBuilder {
  public:
+  TfGraphDefBuilder() : nodes_(graph_.mutable_node()) {}
+  // Builds the body of a function instead: nodes go to `function->node_def`.
+  explicit TfGraphDefBuilder(tensorflow::FunctionDef* function)
+      : nodes_(function->mutable_node_def()) {}
+  TfGraphDefBuilder(const TfGraphDefBuilder&) = delete;
+  TfGraphDefBuilder& operator=(const TfGraphDefBuilder&) = delete;
+
   // Adds a node named `name` (made unique with "_1", "_2"... as TensorFlow does) and returns
   // it; its name is node->name(). Inputs are "node", "node:k" or "^node".
   tensorflow::NodeDef* add(const std::string& name, const std::string& op,
@@ -27,11 +34,13 @@ class TfGraphDefBuilder {
   // A float constant of `shape` whose every element is `value` (one value in the proto:
   // TensorFlow repeats the last value over the shape).
   std::string const_filled(const std::string& name, const std::vector<int64_t>& shape, float value);
+  std::string const_double(const std::string& name, double value);  // a scalar
 
   tensorflow::GraphDef& graph() { return graph_; }
 
  private:
   tensorflow::GraphDef graph_;
+  google::protobuf::RepeatedPtrField<tensorflow::NodeDef>* nodes_;
   std::set<std::string> names_;
 };
 

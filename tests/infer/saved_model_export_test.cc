@@ -112,7 +112,9 @@ void check_export(const std::string& model_name, int size, double depth) {
                                              "PlaceholderWithDefault",
                                              "SaveV2",
                                              "RestoreV2",
-                                             "NoOp"};
+                                             "NoOp",
+                                             "Size",
+                                             "While"};
   for (const tensorflow::NodeDef& node : meta.graph_def().node()) {
     EXPECT_TRUE(nodes.emplace(node.name(), &node).second) << "duplicate node " << node.name();
     EXPECT_EQ(ops_we_emit.count(node.op()), 1u) << node.name() << ": " << node.op();
@@ -127,18 +129,34 @@ void check_export(const std::string& model_name, int size, double depth) {
     return found == nodes.end() ? std::string("(missing)") : found->second->op();
   };
 
-  for (const char* key : {kServingSignatureKey, kClassifySignatureKey}) {
-    ASSERT_EQ(meta.signature_def().count(key), 1u) << key;
-    const tensorflow::SignatureDef& s = meta.signature_def().at(key);
+  // serving_default takes preprocessed images, classify encoded JPEGs; both give the same
+  // outputs.
+  const struct {
+    const char* key;
+    const char* input;
+    const char* op;
+    tensorflow::DataType dtype;
+    int rank;
+  } signatures[] = {
+      {kServingSignatureKey, "images", "PlaceholderWithDefault", tensorflow::DT_FLOAT, 4},
+      {kClassifySignatureKey, "image_bytes", "Placeholder", tensorflow::DT_STRING, 1}};
+  for (const auto& expected : signatures) {
+    SCOPED_TRACE(expected.key);
+    ASSERT_EQ(meta.signature_def().count(expected.key), 1u);
+    const tensorflow::SignatureDef& s = meta.signature_def().at(expected.key);
     EXPECT_EQ(s.method_name(), "tensorflow/serving/predict");
-    ASSERT_EQ(s.inputs().count("images"), 1u);
-    const tensorflow::TensorInfo& images = s.inputs().at("images");
-    EXPECT_EQ(op_of(images.name()), "Placeholder");
-    EXPECT_EQ(images.dtype(), tensorflow::DT_FLOAT);
-    ASSERT_EQ(images.tensor_shape().dim_size(), 4);
-    EXPECT_EQ(images.tensor_shape().dim(0).size(), -1);
-    EXPECT_EQ(images.tensor_shape().dim(1).size(), size);
-    EXPECT_EQ(images.tensor_shape().dim(3).size(), 3);
+    ASSERT_EQ(s.inputs().size(), 1u);
+    ASSERT_EQ(s.inputs().count(expected.input), 1u);
+    const tensorflow::TensorInfo& input = s.inputs().at(expected.input);
+    EXPECT_EQ(op_of(input.name()), expected.op);
+    EXPECT_EQ(input.dtype(), expected.dtype);
+    ASSERT_EQ(input.tensor_shape().dim_size(), expected.rank);
+    EXPECT_EQ(input.tensor_shape().dim(0).size(), -1);
+    if (expected.rank == 4) {
+      EXPECT_EQ(input.tensor_shape().dim(1).size(), size);
+      EXPECT_EQ(input.tensor_shape().dim(3).size(), 3);
+    }
+    ASSERT_EQ(s.outputs().size(), 2u);
     ASSERT_EQ(s.outputs().count("classes"), 1u);
     EXPECT_EQ(op_of(s.outputs().at("classes").name()), "ArgMax");
     EXPECT_EQ(s.outputs().at("classes").dtype(), tensorflow::DT_INT64);
@@ -147,6 +165,25 @@ void check_export(const std::string& model_name, int size, double depth) {
     EXPECT_EQ(op_of(probabilities.name()), "Softmax");
     ASSERT_EQ(probabilities.tensor_shape().dim_size(), 2);
     EXPECT_EQ(probabilities.tensor_shape().dim(1).size(), 7);
+  }
+  // The JPEG loop's functions exist, and inside each every input is an argument or a node.
+  std::set<std::string> functions;
+  for (const tensorflow::FunctionDef& f : meta.graph_def().library().function()) {
+    functions.insert(f.signature().name());
+    std::set<std::string> names;
+    for (const auto& arg : f.signature().input_arg()) names.insert(arg.name());
+    for (const tensorflow::NodeDef& node : f.node_def()) names.insert(node.name());
+    for (const tensorflow::NodeDef& node : f.node_def()) {
+      for (const std::string& input : node.input())
+        EXPECT_EQ(names.count(node_of(input)), 1u) << f.signature().name() << ": " << input;
+    }
+    EXPECT_EQ(static_cast<int>(f.ret().size()), f.signature().output_arg_size());
+    for (const auto& [out, tensor] : f.ret()) EXPECT_EQ(names.count(node_of(tensor)), 1u) << tensor;
+  }
+  for (const auto& [name, node] : nodes) {
+    if (node->op() != "While") continue;
+    EXPECT_EQ(functions.count(node->attr().at("cond").func().name()), 1u);
+    EXPECT_EQ(functions.count(node->attr().at("body").func().name()), 1u);
   }
   EXPECT_EQ(op_of(meta.saver_def().filename_tensor_name()), "PlaceholderWithDefault");
   EXPECT_EQ(op_of(meta.saver_def().restore_op_name()), "NoOp");

@@ -9,9 +9,10 @@
 #   3. our trainer resumes from TensorFlow's checkpoint and saves; TensorFlow reads the result
 #   4. SavedModel exports of tiny inception_v3 (export_model), inception_v4 and resnet50 (the
 #      trainers' --export_dir): TensorFlow loads each (tf.saved_model.load, and the TF1
-#      Session loader TF Serving's restore path uses), its signatures are as documented, and
-#      serving_default on a few preprocessed images gives classify's softmax and argmax
-#      (check_saved_model.py)
+#      Session loader TF Serving's restore path uses), its signatures are as documented,
+#      serving_default on a few preprocessed images gives classify's softmax and argmax, and
+#      classify on JPEG files (decoded and preprocessed inside the graph) gives what our
+#      classify gives on the same files (check_saved_model.py)
 #   5. the same for a full-size inception_v3 (299x299, 1001 classes) after one training step
 #   6. ONNX Runtime runs our ONNX exports (export_model --format=onnx) of the same models on the
 #      same images: max |dprob| <= 1e-4 against classify's softmax and the same top-1 class
@@ -119,6 +120,21 @@ path, n, h, w, seed = sys.argv[1], *map(int, sys.argv[2:])
 np.save(path, np.random.RandomState(seed).uniform(-1, 1, (n, h, w, 3)).astype(np.float32))' "$@"
 }
 
+# Random-noise JPEGs of other sizes than the model's (the hardest case for the decoders), at
+# most 2.2 times its side: classify decodes a JPEG whose central crop is 2x the model's input
+# or more at a reduced DCT scale (data/preprocessing.h: allow_dct_scaling), faster but not
+# TensorFlow's full-size decode and resize that the SavedModel graph does.
+write_jpegs() {  # seed side path...
+  "$py" -c 'import sys, numpy as np
+from PIL import Image
+rng = np.random.RandomState(int(sys.argv[1]))
+side = int(sys.argv[2])
+for k, path in enumerate(sys.argv[3:]):
+    fh, fw = [(1.2, 1.6), (1.07, 0.8), (2.2, 1.47), (1.0, 1.0)][k % 4]
+    h, w = int(side * fh), int(side * fw)
+    Image.fromarray(rng.randint(0, 256, (h, w, 3), dtype=np.uint8)).save(path, quality=90)' "$@"
+}
+
 say "4/7: TensorFlow serves our SavedModel exports as classify computes"
 run export_v3 "$bin/export_model" --model_dir="$work/ours_tf" --export_dir="$work/export_v3"
 run train_v4 "$bin/inception_v4" "${tiny[@]}" --train_steps=2 --model_dir="$work/v4" \
@@ -134,6 +150,12 @@ for model in v3:75 v4:75 resnet50:64; do
   run "classify_$name" "$bin/classify" --model_dir="$model_dir" \
     --logits_out="$work/logits_$name.npy" "$work/images_$name.npy"
   cases+=(--case "$work/export_$name" "$work/images_$name.npy" "$work/logits_$name.npy" 10)
+  jpegs=("$work/${name}_a.jpg" "$work/${name}_b.jpg" "$work/${name}_c.jpg")
+  write_jpegs 7 "$side" "${jpegs[@]}"
+  run "classify_jpeg_$name" "$bin/classify" --model_dir="$model_dir" \
+    --logits_out="$work/logits_jpeg_$name.npy" "${jpegs[@]}"
+  cases+=(--jpeg_case "$work/export_$name" "$work/logits_jpeg_$name.npy"
+    "$(IFS=,; echo "${jpegs[*]}")")
 done
 "$py" "$here/check_saved_model.py" "${cases[@]}" ||
   die "TensorFlow does not serve our SavedModel export as classify computes"
@@ -145,8 +167,13 @@ run train_full "$bin/inception_v3" --mode=train --use_data=fake --use_tpu=False 
 write_images "$work/images_full.npy" 2 299 299 6
 run classify_full "$bin/classify" --model_dir="$work/full" --logits_out="$work/logits_full.npy" \
   "$work/images_full.npy"
+jpegs=("$work/full_a.jpg" "$work/full_b.jpg" "$work/full_c.jpg" "$work/full_d.jpg")
+write_jpegs 8 299 "${jpegs[@]}"
+run classify_jpeg_full "$bin/classify" --model_dir="$work/full" \
+  --logits_out="$work/logits_jpeg_full.npy" "${jpegs[@]}"
 "$py" "$here/check_saved_model.py" \
-  --case "$work/export_full" "$work/images_full.npy" "$work/logits_full.npy" 1001 ||
+  --case "$work/export_full" "$work/images_full.npy" "$work/logits_full.npy" 1001 \
+  --jpeg_case "$work/export_full" "$work/logits_jpeg_full.npy" "$(IFS=,; echo "${jpegs[*]}")" ||
   die "TensorFlow does not serve the full-size inception_v3 export as classify computes"
 
 # ONNX Runtime on model_dir $1's ONNX export (export_model --format=onnx into $2), given the

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,15 @@ TEST(ExportModel, ClearErrors) {
                                    " --export_dir=" + dir.sub("export") + " --format=tflite");
   EXPECT_EQ(format.exit_code, 2) << format.output;
   EXPECT_TRUE(format.contains("saved_model, onnx, safetensors")) << format.output;
+
+  // An export directory that is a file.
+  ASSERT_EQ(testing::train_tiny_model(dir.sub("model"), 1).exit_code, 0);
+  { std::ofstream(dir.sub("file")) << "not a directory"; }
+  const ToolOutput file = run_tool(
+      "export_model", "--model_dir=" + dir.sub("model") + " --export_dir=" + dir.sub("file"));
+  EXPECT_EQ(file.exit_code, 1) << file.output;
+  EXPECT_TRUE(file.contains("cannot create the export directory " + dir.sub("file")))
+      << file.output;
 
   const ToolOutput no_dir = run_tool("export_model", "--model_dir=" + dir.sub("empty"));
   EXPECT_EQ(no_dir.exit_code, 2) << no_dir.output;
