@@ -6,7 +6,10 @@
 #      must read every tensor bit for bit equal to the safetensors file (compare_with_safetensors.py)
 #   2. TensorFlow's Saver writes a checkpoint of variables named as ours with other values
 #      (write_with_tensorflow.py); our reader must read it bit for bit as TensorFlow does
-#   3. our trainer resumes from TensorFlow's checkpoint and saves; TensorFlow reads the result
+#   3. our trainer resumes from TensorFlow's checkpoint and saves; TensorFlow reads the result;
+#      a TensorFlow checkpoint of the network's variables only (as TF-slim publishes them)
+#      warm-starts a 7-class fine-tuning of the logits (--trainable_scopes): the frozen weights
+#      stay TensorFlow's, bit for bit
 #   4. SavedModel exports of tiny inception_v3 (export_model), inception_v4 and resnet50 (the
 #      trainers' --export_dir): TensorFlow loads each (tf.saved_model.load, and the TF1
 #      Session loader TF Serving's restore path uses), its signatures are as documented,
@@ -113,6 +116,35 @@ run inspect_resumed "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
 "$py" "$here/compare_with_safetensors.py" --model_dir="$work/theirs" \
   --safetensors="$work/resumed.safetensors" --step=12 ||
   die "TensorFlow does not read the checkpoint saved after resuming"
+say "3/7 (b): a TensorFlow checkpoint of the network's variables only warm-starts a fine-tuning run"
+"$py" "$here/write_with_tensorflow.py" --source="$work/ours_tf/model.ckpt-4" \
+  --model_dir="$work/slim" --step=1 --model_variables_only ||
+  die "TensorFlow could not write a variables-only checkpoint"
+run finetune "$bin/inception_v3" "${tiny[@]}" --num_classes=7 --train_steps=2 \
+  --model_dir="$work/finetune" --warm_start_from="$work/slim/model.ckpt-1" \
+  --trainable_scopes=InceptionV3/Logits,InceptionV3/AuxLogits
+grep -qE "^Warm-starting from $work/slim/model.ckpt-1: [1-9][0-9]* of [0-9]+ variables loaded, [1-9][0-9]* start fresh" \
+  "$work/finetune.log" || {
+  cat "$work/finetune.log" >&2
+  die "the trainer did not warm-start from TensorFlow's checkpoint (or loaded the 7-class logits)"
+}
+# The frozen layers' weights in our fine-tuned checkpoint are TensorFlow's values, bit for bit;
+# the new 7-class logits exist.
+"$py" - "$work/slim/model.ckpt-1" "$work/finetune/model.ckpt-2" <<'PY' ||
+import sys, numpy as np, tensorflow as tf
+theirs, ours = (tf.train.load_checkpoint(p) for p in sys.argv[1:])
+frozen = [n for n in theirs.get_variable_to_shape_map()
+          if n.endswith("/weights") and "Logits" not in n]
+assert frozen, "no frozen weights to compare"
+for name in frozen:
+    a, b = theirs.get_tensor(name), ours.get_tensor(name)
+    assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), name
+logits = ours.get_tensor("InceptionV3/Logits/Conv2d_1c_1x1/weights")
+assert logits.shape[-1] == 7, logits.shape
+print("interop: %d frozen weight tensors equal TensorFlow's; logits %s" % (len(frozen), logits.shape))
+PY
+  die "the fine-tuned checkpoint does not hold TensorFlow's frozen weights"
+
 # Preprocessed images for classify and the SavedModel alike: uniform in [-1, 1].
 write_images() {  # path count height width seed
   "$py" -c 'import sys, numpy as np

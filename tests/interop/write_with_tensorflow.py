@@ -1,13 +1,15 @@
 """TensorFlow writes a checkpoint of variables named as ours, for inception.cpp to read.
 
-    write_with_tensorflow.py --source=PREFIX --model_dir=DIR --step=N
+    write_with_tensorflow.py --source=PREFIX --model_dir=DIR --step=N [--model_variables_only]
 
 Reads the checkpoint at PREFIX (one of ours) with tf.train.load_checkpoint for its names,
 shapes and dtypes, then makes one variable per tensor with OTHER values (float32 v -> 0.25 -
 v / 2, or 1.5 v + 0.125 where values must stay positive: variances and RMSProp's mean squares;
 global_step = N; the metadata string copied so our trainer accepts the model) and saves
 them with tf.compat.v1.train.Saver (V2 format, absolute paths in DIR/checkpoint, a .meta
-graph beside it), as a TensorFlow training program would.
+graph beside it), as a TensorFlow training program would. With --model_variables_only it
+writes only the network's variables (no optimizer slots, moving averages, global_step or
+metadata), as a published TF-slim checkpoint such as inception_v3.ckpt holds them.
 """
 
 import argparse
@@ -25,6 +27,7 @@ def main():
     parser.add_argument("--source", required=True)
     parser.add_argument("--model_dir", required=True)
     parser.add_argument("--step", type=int, required=True)
+    parser.add_argument("--model_variables_only", action="store_true")
     args = parser.parse_args()
 
     reader = tf.train.load_checkpoint(args.source)
@@ -34,6 +37,10 @@ def main():
     with tf.Graph().as_default():
         variables = {}
         for i, name in enumerate(sorted(shapes)):
+            if args.model_variables_only and (
+                    name in ("global_step", METADATA_KEY) or name.endswith("/RMSProp")
+                    or name.endswith("/RMSProp_1") or name.endswith("/ExponentialMovingAverage")):
+                continue
             value = reader.get_tensor(name)
             if name == "global_step":
                 value = np.int64(args.step)
