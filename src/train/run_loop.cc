@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -66,6 +67,18 @@ std::string progress_line(int64_t step, int64_t train_steps, double steps_per_se
   return out.str();
 }
 
+// The checkpoint metadata key of replica `rank`'s input position (data/input_position.h).
+std::string input_position_key(int rank) { return "input_position/rank_" + std::to_string(rank); }
+
+// 128 random bits in hex: a run's id (io/checkpoint_dir.h kRunIdKey).
+std::string new_run_id() {
+  std::random_device device;
+  std::ostringstream out;
+  out << std::hex << std::setfill('0');
+  for (int i = 0; i < 4; ++i) out << std::setw(8) << static_cast<uint32_t>(device());
+  return out.str();
+}
+
 // One run of a mode. Data parallel: every replica (process) runs the same Session; replica 0
 // (the leader) alone logs, writes checkpoints and event files. The replicas agree on every
 // decision that changes control flow (stopping, saving), so they always call the same
@@ -103,6 +116,9 @@ class Session {
   Status prepare_evaluator();
   Status train_until(int64_t target);
   Status save();
+  // Every replica's input position (each reads its own shard of the files), gathered to the
+  // leader as checkpoint metadata; empty for fake data.
+  std::map<std::string, std::string> input_positions();
   Status check_device(const char* during);
   Status write_train_summaries(float loss, double steps_per_sec, double examples_per_sec);
   Result<std::string> evaluate_and_report();
@@ -135,6 +151,9 @@ class Session {
   std::unique_ptr<BatchSource> train_source_;
   std::unique_ptr<EventWriter> train_events_, eval_events_;
   std::optional<ModelDirLock> lock_;  // train modes, leader only
+  // This run's id (io/checkpoint_dir.h kRunIdKey): random at its first start, read back from
+  // the checkpoint it resumes from, so a run never replaces another run's checkpoint.
+  std::string run_id_;
   int64_t last_saved_step_ = -1, last_summary_step_ = -1;
   Clock::time_point last_save_time_ = Clock::now();
   bool stopped_ = false;
@@ -170,12 +189,23 @@ Status Session::prepare_training() {
                                                                const std::string& path) {
                         return checked_checkpoint_meta(file, path).status();
                       }));
+  std::optional<std::string> resume_position;  // this replica's, when the checkpoint has one
+  std::string resume_path;
   if (resume) {
     for (const std::string& note : resume->notes) log_ << note << "\n";
     const std::string& latest = resume->path;
     const CheckpointContents& file = resume->contents;
     IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, latest));
     IC_RETURN_IF_ERROR(check_compatible(saved, meta_, latest));
+    const auto run_id = file.metadata.find(kRunIdKey);
+    run_id_ = run_id != file.metadata.end() ? run_id->second : new_run_id();
+    const auto position = file.metadata.find(input_position_key(reducer_.rank()));
+    if (position != file.metadata.end()) {
+      resume_position = position->second;
+    } else if (options_.use_data == UseData::real) {
+      log_ << latest << " holds no input position (written by an older version or another "
+           << "number of replicas): the input stream starts afresh" << std::endl;
+    }
     std::vector<std::string> notes;
     IC_RETURN_IF_ERROR(state_->restore_for_training(file, latest, &notes));
     for (const std::string& note : notes) log_ << note << "\n";
@@ -186,14 +216,20 @@ Status Session::prepare_training() {
       log_ << "Not warm-starting from " << options_.warm_start_from
            << ": resuming from the model_dir's own checkpoint" << std::endl;
     }
+    resume_path = latest;
   } else {
+    run_id_ = new_run_id();
     IC_RETURN_IF_ERROR(state_->initialize(static_cast<uint64_t>(options_.seed)));
     if (!options_.warm_start_from.empty()) IC_RETURN_IF_ERROR(warm_start());
   }
   share_leader_state();
   IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_, &reducer_));
-  IC_ASSIGN_OR_RETURN(train_source_, make_batch_source(options_, true, trainer_->batch_size(),
-                                                       reducer_.rank(), reducer_.size()));
+  std::string notice;
+  IC_ASSIGN_OR_RETURN(
+      train_source_,
+      make_batch_source(options_, true, trainer_->batch_size(), reducer_.rank(), reducer_.size(),
+                        resume_position ? &*resume_position : nullptr, resume_path, &notice));
+  if (!notice.empty()) log_ << resume_path << ": " << notice << std::endl;
   log_ << trainer_->memory_estimate() << std::endl;
   if (leader_) {
     IC_ASSIGN_OR_RETURN(train_events_, EventWriter::create(options_.model_dir));
@@ -257,13 +293,34 @@ Status Session::save() {
   }
   last_saved_step_ = state_->global_step;
   last_save_time_ = Clock::now();
+  std::map<std::string, std::string> metadata = input_positions();
   if (!leader_) return Status();
+  metadata.merge(checkpoint_metadata(meta_));
+  metadata[kRunIdKey] = run_id_;
   log_ << "Saving checkpoints for " << state_->global_step << " into " << options_.model_dir
        << "/model.ckpt." << std::endl;
-  IC_RETURN_IF_ERROR(save_checkpoint(options_.model_dir, state_->global_step,
-                                     checkpoint_metadata(meta_), state_->checkpoint_tensors(),
-                                     options_.keep_checkpoint_max, options_.checkpoint_format));
+  IC_RETURN_IF_ERROR(save_checkpoint(options_.model_dir, state_->global_step, metadata,
+                                     state_->checkpoint_tensors(), options_.keep_checkpoint_max,
+                                     options_.checkpoint_format));
   return Status();
+}
+
+std::map<std::string, std::string> Session::input_positions() {
+  std::map<std::string, std::string> positions;
+  const std::optional<std::string> mine = input_position_text(*train_source_);
+  if (!mine) return positions;  // fake data, on every replica alike
+  Communicator& comm = reducer_.comm();
+  for (int r = 0; r < comm.size(); ++r) {
+    std::string text = comm.rank() == r ? *mine : std::string();
+    if (r != 0) {  // replica r's text to everyone (broadcast is the collective there is)
+      uint64_t size = text.size();
+      comm.broadcast(&size, sizeof(size), r);
+      text.resize(size);
+      if (size > 0) comm.broadcast(text.data(), size, r);
+    }
+    if (leader_) positions[input_position_key(r)] = std::move(text);
+  }
+  return positions;
 }
 
 Status Session::write_train_summaries(float loss, double steps_per_sec, double examples_per_sec) {
