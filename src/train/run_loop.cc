@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <optional>
-#include <random>
 #include <sstream>
 #include <thread>
 
@@ -19,6 +19,7 @@
 #include "train/batch_source.h"
 #include "train/checkpoint_checks.h"
 #include "train/recipe.h"
+#include "train/resume_state.h"
 #include "train/stop_signal.h"
 
 namespace ic {
@@ -67,18 +68,6 @@ std::string progress_line(int64_t step, int64_t train_steps, double steps_per_se
   return out.str();
 }
 
-// The checkpoint metadata key of replica `rank`'s input position (data/input_position.h).
-std::string input_position_key(int rank) { return "input_position/rank_" + std::to_string(rank); }
-
-// 128 random bits in hex: a run's id (io/checkpoint_dir.h kRunIdKey).
-std::string new_run_id() {
-  std::random_device device;
-  std::ostringstream out;
-  out << std::hex << std::setfill('0');
-  for (int i = 0; i < 4; ++i) out << std::setw(8) << static_cast<uint32_t>(device());
-  return out.str();
-}
-
 // One run of a mode. Data parallel: every replica (process) runs the same Session; replica 0
 // (the leader) alone logs, writes checkpoints and event files. The replicas agree on every
 // decision that changes control flow (stopping, saving), so they always call the same
@@ -118,7 +107,11 @@ class Session {
   Status save();
   // Every replica's input position (each reads its own shard of the files), gathered to the
   // leader as checkpoint metadata; empty for fake data.
-  std::map<std::string, std::string> input_positions();
+  // Data parallel: batch norm's moving statistics (and their EMA) follow each replica's own
+  // batches. A checkpoint and an evaluation take their mean; the replicas then go on from their
+  // own values, so that where checkpoints fall never changes the run, and a checkpoint also keeps
+  // every replica's own values (train/resume_state.h) so that a resume continues exactly.
+  Result<std::string> evaluate_and_report_averaged();
   Status check_device(const char* during);
   Status write_train_summaries(float loss, double steps_per_sec, double examples_per_sec);
   Result<std::string> evaluate_and_report();
@@ -223,6 +216,19 @@ Status Session::prepare_training() {
     if (!options_.warm_start_from.empty()) IC_RETURN_IF_ERROR(warm_start());
   }
   share_leader_state();
+  if (resume && reducer_.size() > 1) {
+    const std::string name = kReplicaStatsPrefix + std::to_string(reducer_.rank());
+    const TensorEntry* own = resume->contents.find(name);
+    const size_t count = moving_statistics_count(*state_);
+    if (own == nullptr || own->dtype != DType::f32 || own->bytes.size() != count * sizeof(float)) {
+      log_ << resume->path << " holds no moving statistics of each replica (" << name
+           << "): the replicas go on from their mean" << std::endl;
+    } else {
+      std::vector<float> values(count);
+      std::memcpy(values.data(), own->bytes.data(), own->bytes.size());
+      restore_moving_statistics(*state_, values);
+    }
+  }
   IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_, &reducer_));
   std::string notice;
   IC_ASSIGN_OR_RETURN(
@@ -286,41 +292,38 @@ Status Session::prepare_evaluator() {
 }
 
 Status Session::save() {
-  // Batch norm's moving statistics follow each replica's own batches; the checkpoint (and the
-  // evaluation after it) takes their mean. Weights and their EMA are equal on every replica.
-  for (float* arena : {state_->state(), state_->ema_state()}) {
-    if (arena != nullptr) reducer_.mean(arena, state_->layout().state_count);
-  }
+  // Weights and their EMA are equal on every replica; the moving statistics are averaged for
+  // the checkpoint, and each replica's own values kept beside them.
+  const std::vector<float> own = average_moving_statistics(*state_, reducer_);
+  std::vector<std::vector<float>> replica_stats;
+  if (!own.empty()) replica_stats = gather_to_leader(reducer_.comm(), own);
   last_saved_step_ = state_->global_step;
   last_save_time_ = Clock::now();
-  std::map<std::string, std::string> metadata = input_positions();
-  if (!leader_) return Status();
-  metadata.merge(checkpoint_metadata(meta_));
-  metadata[kRunIdKey] = run_id_;
-  log_ << "Saving checkpoints for " << state_->global_step << " into " << options_.model_dir
-       << "/model.ckpt." << std::endl;
-  IC_RETURN_IF_ERROR(save_checkpoint(options_.model_dir, state_->global_step, metadata,
-                                     state_->checkpoint_tensors(), options_.keep_checkpoint_max,
-                                     options_.checkpoint_format));
-  return Status();
-}
-
-std::map<std::string, std::string> Session::input_positions() {
-  std::map<std::string, std::string> positions;
-  const std::optional<std::string> mine = input_position_text(*train_source_);
-  if (!mine) return positions;  // fake data, on every replica alike
-  Communicator& comm = reducer_.comm();
-  for (int r = 0; r < comm.size(); ++r) {
-    std::string text = comm.rank() == r ? *mine : std::string();
-    if (r != 0) {  // replica r's text to everyone (broadcast is the collective there is)
-      uint64_t size = text.size();
-      comm.broadcast(&size, sizeof(size), r);
-      text.resize(size);
-      if (size > 0) comm.broadcast(text.data(), size, r);
-    }
-    if (leader_) positions[input_position_key(r)] = std::move(text);
+  // Each replica's input position (each reads its own shard of the files); none for fake data,
+  // on every replica alike.
+  std::map<std::string, std::string> metadata;
+  if (std::optional<std::string> mine = input_position_text(*train_source_)) {
+    const std::vector<std::string> all = gather_to_leader(reducer_.comm(), *mine);
+    for (size_t r = 0; r < all.size(); ++r)
+      metadata[input_position_key(static_cast<int>(r))] = all[r];
   }
-  return positions;
+  Status saved;
+  if (leader_) {
+    metadata.merge(checkpoint_metadata(meta_));
+    metadata[kRunIdKey] = run_id_;
+    std::vector<TensorView> tensors = state_->checkpoint_tensors();
+    for (size_t r = 0; r < replica_stats.size(); ++r) {
+      tensors.push_back(TensorView{kReplicaStatsPrefix + std::to_string(r), DType::f32,
+                                   Shape{static_cast<int64_t>(replica_stats[r].size())},
+                                   replica_stats[r].data()});
+    }
+    log_ << "Saving checkpoints for " << state_->global_step << " into " << options_.model_dir
+         << "/model.ckpt." << std::endl;
+    saved = save_checkpoint(options_.model_dir, state_->global_step, metadata, tensors,
+                            options_.keep_checkpoint_max, options_.checkpoint_format);
+  }
+  restore_moving_statistics(*state_, own);
+  return saved;
 }
 
 Status Session::write_train_summaries(float loss, double steps_per_sec, double examples_per_sec) {
@@ -404,6 +407,15 @@ Status Session::train_until(int64_t target) {
   return Status();
 }
 
+// An evaluation during training uses the replicas' mean moving statistics; training then goes
+// on from each replica's own.
+Result<std::string> Session::evaluate_and_report_averaged() {
+  const std::vector<float> own = average_moving_statistics(*state_, reducer_);
+  Result<std::string> results = evaluate_and_report();
+  restore_moving_statistics(*state_, own);
+  return results;
+}
+
 Result<std::string> Session::evaluate_and_report() {
   if (!evaluator_) IC_RETURN_IF_ERROR(prepare_evaluator());
   IC_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
@@ -476,7 +488,7 @@ Status Session::run_train_and_eval() {
     IC_RETURN_IF_ERROR(train_until(target));
     if (stopped_) break;
     log_ << "Starting evaluation cycle " << cycle << " ." << std::endl;
-    IC_ASSIGN_OR_RETURN(std::string results, evaluate_and_report());
+    IC_ASSIGN_OR_RETURN(std::string results, evaluate_and_report_averaged());
     if (!stopped_) log_ << "Evaluation results: " << results << std::endl;
   }
   return Status();
