@@ -20,6 +20,13 @@ namespace {
 constexpr size_t kMaxUndecodableExamples = 20;
 constexpr uint64_t kRecordStream = 0x7265636F;  // "reco"
 
+// The stream's state after some record (the rest of an InputPosition is the pipeline's
+// identity, the same for every batch).
+struct StreamSnapshot {
+  uint64_t stream_index = 0;
+  RecordStreamPosition stream;
+};
+
 // A batch being filled: rows are handed to workers as records arrive; it is complete when the
 // reader has sealed it and every row is done.
 struct InFlight {
@@ -28,7 +35,7 @@ struct InFlight {
   bool sealed = false;      // the reader has assigned every row
   std::vector<uint8_t> ok;  // per row: 1 = a decoded record, 0 = padding or a failure
   // Training: the stream's position once this batch's last record was taken from it.
-  std::shared_ptr<const InputPosition> position_after;
+  std::shared_ptr<const StreamSnapshot> position_after;
   bool complete() const { return sealed && remaining == 0; }
 };
 
@@ -66,7 +73,7 @@ struct InputPipeline::State {
   std::unique_ptr<RecordStream> stream;  // the reader's; made (and restored) by create()
   uint64_t first_stream_index = 0;       // where the reader's count starts (a resume's)
   InputPosition identity;                // the fields that say which stream this is
-  std::shared_ptr<const InputPosition> consumed_position;  // after the last batch next() gave
+  std::shared_ptr<const StreamSnapshot> consumed_position;  // after the last batch next() gave
 
   std::thread reader;
   std::vector<std::thread> workers;
@@ -250,7 +257,7 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
     state->first_stream_index = resume->stream_index;
   }
   {
-    auto start = std::make_shared<InputPosition>(identity);
+    auto start = std::make_shared<StreamSnapshot>();
     start->stream_index = state->first_stream_index;
     start->stream = state->stream->position();
     state->consumed_position = std::move(start);
@@ -328,7 +335,7 @@ void InputPipeline::State::run_reader() {
       cv.notify_all();
     }
     if (options.training && row == options.batch_size) {
-      auto after = std::make_shared<InputPosition>(identity);
+      auto after = std::make_shared<StreamSnapshot>();
       after->stream_index = stream_index;
       after->stream = stream.position();
       std::lock_guard<std::mutex> lock(mu);
@@ -488,7 +495,10 @@ const std::vector<std::string>& InputPipeline::files() const { return state_->fi
 
 InputPosition InputPipeline::position() const {
   std::lock_guard<std::mutex> lock(state_->mu);
-  return *state_->consumed_position;
+  InputPosition position = state_->identity;
+  position.stream_index = state_->consumed_position->stream_index;
+  position.stream = state_->consumed_position->stream;
+  return position;
 }
 
 }  // namespace ic
