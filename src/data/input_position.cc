@@ -108,7 +108,10 @@ Result<InputPosition> parse_input_position(const std::string& text, const std::s
     r.keyed("epoch", &s.epoch) && r.keyed("order_pos", &s.order_pos) &&
         r.keyed("input_done", &input_done);
   }
-  s.input_done = input_done != 0;
+  if (r.failure().ok() && input_done != 0 && input_done != 1) {
+    r.fail("input_done is ", input_done, ", not 0 or 1");
+  }
+  s.input_done = input_done == 1;
   if (r.next_line("the rng line")) {
     r.keyed("rng", &s.shuffle_rng[0]) && r.value(&s.shuffle_rng[1]) && r.value(&s.shuffle_rng[2]) &&
         r.value(&s.shuffle_rng[3]);

@@ -142,6 +142,15 @@ Status RecordStream::restore(const RecordStreamPosition& p) {
   if (p.order_pos > files_.size() || p.slot_pos > p.open_files.size()) {
     return error("input position is past the end of its file list");
   }
+  if (p.input_done && options_.repeat_and_shuffle_files) {
+    return error("input position says a repeating stream has ended");
+  }
+  if (static_cast<int>(p.open_files.size()) > options_.cycle_length ||
+      (options_.shuffle_buffer > 1 &&
+       p.buffer.size() > static_cast<size_t>(options_.shuffle_buffer)) ||
+      (options_.shuffle_buffer <= 1 && !p.buffer.empty())) {
+    return error("input position has more open files or buffered records than this stream holds");
+  }
   epoch_ = p.epoch;
   if (options_.repeat_and_shuffle_files && epoch_ > 0) draw_order(epoch_ - 1);
   order_pos_ = p.order_pos;

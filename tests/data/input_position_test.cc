@@ -185,7 +185,8 @@ TEST(InputPosition, DamagedTextIsAClearError) {
        {std::string(""), std::string("hello"), text.substr(0, text.size() / 2),
         std::string(text).replace(text.find("buffer 2"), 8, "buffer 9"),
         std::string(text).replace(text.find("\n1 40 3"), 7, "\n7 40 3"),
-        std::string(text).replace(text.find("files 2"), 7, "files 999999999")}) {
+        std::string(text).replace(text.find("files 2"), 7, "files 999999999"),
+        std::string(text).replace(text.find("input_done 0"), 12, "input_done 5")}) {
     Result<InputPosition> parsed = parse_input_position(bad, "ckpt");
     ASSERT_FALSE(parsed.ok()) << bad;
     EXPECT_EQ(parsed.status().message().rfind("ckpt: input position", 0), 0u)
