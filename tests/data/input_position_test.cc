@@ -125,6 +125,35 @@ TEST(InputPosition, ResumedPipelineContinuesBitIdenticallyAcrossEpochs) {
   }
 }
 
+TEST(InputPosition, AMovedDataDirResumesExactly) {
+  // Files are named in a position without their folder: the same shards elsewhere resume.
+  Shards shards(3, 5);
+  const InputOptions options = options_for(shards.path());
+  std::vector<Copy> straight;
+  InputPosition position;
+  {
+    auto pipeline = InputPipeline::create(options);
+    ASSERT_TRUE(pipeline.ok());
+    straight = take_batches(**pipeline, 3);
+    position = (*pipeline)->position();
+    std::vector<Copy> more = take_batches(**pipeline, 4);
+    straight.insert(straight.end(), more.begin(), more.end());
+  }
+  const std::string moved = shards.path() + "_moved";
+  fs::copy(shards.path(), moved);
+  InputOptions moved_options = options;
+  moved_options.data_dir = moved;
+  auto resumed = InputPipeline::create(moved_options, &position);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  std::vector<Copy> after = take_batches(**resumed, 4);
+  fs::remove_all(moved);
+  ASSERT_EQ(after.size(), 4u);
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].labels, straight[3 + i].labels);
+    EXPECT_TRUE(after[i].images == straight[3 + i].images);
+  }
+}
+
 TEST(InputPosition, PositionOfAnotherStreamIsRefusedOrStartsFreshWithANotice) {
   Shards shards(3, 5);
   InputOptions options = options_for(shards.path());
