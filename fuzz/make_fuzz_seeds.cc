@@ -11,6 +11,7 @@
 //   fuzz_checkpoint_state  `checkpoint` texts as we and TensorFlow write them
 //   fuzz_idx               IDX image and label files, plain and gzipped
 //   fuzz_synset_labels     labels files for the harness's three validation images
+//   fuzz_input_position    positions of a two-file stream (fresh, mid-file, buffered)
 #include <zlib.h>
 
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "data/example.h"
 #include "data/fake_imagenet.h"
 #include "data/image_codec.h"
+#include "data/input_position.h"
 #include "infer/npy.h"
 #include "io/checkpoint_dir.h"
 #include "io/event_writer.h"
@@ -226,11 +228,31 @@ ic::Status synset_label_seeds(const fs::path& dir) {
   return write_bytes(dir / "crlf", "class_0_tshirt\r\n\r\nclass_9_ankle_boot  \r\nclass_2\r\n");
 }
 
+// Positions over fuzz_input_position's two files of records "a", "bb", "ccc" (each record 16
+// bytes of framing plus its data: offsets 0, 17, 35).
+ic::Status input_position_seeds(const fs::path& dir) {
+  ic::InputPosition p;
+  p.seed = 5;
+  p.cycle_length = 2;
+  p.shuffle_buffer = 3;
+  p.batch_size = 2;
+  p.file_names = {"train-0", "train-1"};
+  p.stream.shuffle_rng = {1, 2, 3, 4};
+  p.stream.order_pos = 2;
+  IC_RETURN_IF_ERROR(write_bytes(dir / "fresh", ic::format_input_position(p)));
+  p.stream_index = 4;
+  p.stream.epoch = 1;
+  p.stream.open_files = {{1, 17, 1}, {0, 35, 2}};
+  p.stream.slot_pos = 1;
+  p.stream.buffer = {{0, 0}, {1, 0}, {0, 17}};
+  return write_bytes(dir / "buffered", ic::format_input_position(p));
+}
+
 ic::Status make_seeds(const fs::path& out) {
   for (const char* harness :
        {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess", "fuzz_safetensors",
         "fuzz_tensor_bundle", "fuzz_json", "fuzz_npy", "fuzz_event", "fuzz_checkpoint_state",
-        "fuzz_idx", "fuzz_synset_labels"}) {
+        "fuzz_idx", "fuzz_synset_labels", "fuzz_input_position"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -255,6 +277,7 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(event_seeds(out / "fuzz_event"));
   IC_RETURN_IF_ERROR(checkpoint_state_seeds(out / "fuzz_checkpoint_state"));
   IC_RETURN_IF_ERROR(idx_seeds(out / "fuzz_idx"));
+  IC_RETURN_IF_ERROR(input_position_seeds(out / "fuzz_input_position"));
   return synset_label_seeds(out / "fuzz_synset_labels");
 }
 

@@ -7,6 +7,7 @@
 //   --write_bundle=/tmp/model.ckpt-1200
 #include <gflags/gflags.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "command_line.h"
@@ -60,7 +61,14 @@ int inspect_main(int argc, char** argv) {
   }
   std::cout << "checkpoint: " << path << "\n";
   for (const auto& [key, value] : contents->metadata) {
-    std::cout << "metadata " << key << ": " << value << "\n";
+    // A training input position (data/input_position.h) is many lines: its first line only.
+    const size_t line_end = value.find('\n');
+    if (line_end == std::string::npos) {
+      std::cout << "metadata " << key << ": " << value << "\n";
+    } else {
+      std::cout << "metadata " << key << ": " << value.substr(0, line_end) << " ("
+                << std::count(value.begin(), value.end(), '\n') << " lines)\n";
+    }
   }
   for (const TensorEntry& t : contents->tensors) {
     std::cout << t.name << " " << dtype_name(t.dtype) << " " << t.shape.str() << "\n";

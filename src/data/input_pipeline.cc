@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "data/example.h"
@@ -19,6 +20,13 @@ namespace {
 constexpr size_t kMaxUndecodableExamples = 20;
 constexpr uint64_t kRecordStream = 0x7265636F;  // "reco"
 
+// The stream's state after some record (the rest of an InputPosition is the pipeline's
+// identity, the same for every batch).
+struct StreamSnapshot {
+  uint64_t stream_index = 0;
+  RecordStreamPosition stream;
+};
+
 // A batch being filled: rows are handed to workers as records arrive; it is complete when the
 // reader has sealed it and every row is done.
 struct InFlight {
@@ -26,6 +34,8 @@ struct InFlight {
   int64_t remaining = 0;    // rows not yet written
   bool sealed = false;      // the reader has assigned every row
   std::vector<uint8_t> ok;  // per row: 1 = a decoded record, 0 = padding or a failure
+  // Training: the stream's position once this batch's last record was taken from it.
+  std::shared_ptr<const StreamSnapshot> position_after;
   bool complete() const { return sealed && remaining == 0; }
 };
 
@@ -59,6 +69,11 @@ struct InputPipeline::State {
   size_t work_capacity = 0;
   Stats stats;                         // corrupt count: unparsable tf.Examples only
   int64_t stream_corrupt_records = 0;  // bad framing or CRC, counted by the reader
+
+  std::unique_ptr<RecordStream> stream;  // the reader's; made (and restored) by create()
+  uint64_t first_stream_index = 0;       // where the reader's count starts (a resume's)
+  InputPosition identity;                // the fields that say which stream this is
+  std::shared_ptr<const StreamSnapshot> consumed_position;  // after the last batch next() gave
 
   std::thread reader;
   std::vector<std::thread> workers;
@@ -148,7 +163,37 @@ Status check_shuffle_buffer_memory(const InputOptions& options, const std::strin
 
 }  // namespace
 
-Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions& options) {
+namespace {
+
+// Why `resume` is not a position of the stream `identity` describes; empty when it is.
+std::string position_mismatch(const InputPosition& resume, const InputPosition& identity) {
+  std::ostringstream why;
+  if (resume.seed != identity.seed) why << "another seed; ";
+  if (resume.cycle_length != identity.cycle_length) {
+    why << "--num_files_infeed " << resume.cycle_length << " then, " << identity.cycle_length
+        << " now; ";
+  }
+  if (resume.shuffle_buffer != identity.shuffle_buffer) {
+    why << "shuffle buffer " << resume.shuffle_buffer << " then, " << identity.shuffle_buffer
+        << " now; ";
+  }
+  if (resume.batch_size != identity.batch_size) {
+    why << "batch size " << resume.batch_size << " then, " << identity.batch_size << " now; ";
+  }
+  if (resume.file_names != identity.file_names) {
+    why << resume.file_names.size() << " input files then, " << identity.file_names.size()
+        << " now (or other names); ";
+  }
+  std::string text = why.str();
+  if (text.size() >= 2) text.resize(text.size() - 2);
+  return text;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions& options,
+                                                             const InputPosition* resume,
+                                                             std::string* fresh_notice) {
   if (options.batch_size < 1) return error("batch size must be positive, got ", options.batch_size);
   if (options.height < 1 || options.width < 1) {
     return error("image size must be positive, got ", options.height, "x", options.width);
@@ -180,6 +225,43 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
     seed ^= (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   // Each data-parallel shard gets its own streams of random numbers.
   state->seed = mix64(seed ^ mix64(static_cast<uint64_t>(options.shard_index) + 1));
+  RecordStreamOptions stream_options;
+  stream_options.repeat_and_shuffle_files = options.training;
+  stream_options.cycle_length = std::max(options.num_files_infeed, 1);
+  stream_options.shuffle_buffer = options.training ? options.shuffle_buffer : 0;
+  stream_options.skip_corrupt_records = options.skip_corrupt_records;
+  stream_options.seed = state->seed;
+  state->stream = std::make_unique<RecordStream>(state->files, stream_options);
+  InputPosition& identity = state->identity;
+  identity.seed = state->seed;
+  identity.cycle_length = stream_options.cycle_length;
+  identity.shuffle_buffer = stream_options.shuffle_buffer;
+  identity.batch_size = options.batch_size;
+  for (const std::string& file : state->files) {
+    identity.file_names.push_back(std::filesystem::path(file).filename().string());
+  }
+  if (resume != nullptr && !options.training) {
+    return error("an input position resumes a training stream, not evaluation");
+  }
+  const std::string mismatch = resume ? position_mismatch(*resume, identity) : "";
+  if (!mismatch.empty()) {
+    if (fresh_notice == nullptr) {
+      return error("the saved input position is of another input stream (", mismatch, ")");
+    }
+    *fresh_notice = "The input stream starts afresh, not where the checkpoint's stopped (" +
+                    mismatch + "): the run is not bit-identical to one run straight through";
+    resume = nullptr;
+  }
+  if (resume != nullptr) {
+    IC_RETURN_IF_ERROR(state->stream->restore(resume->stream));
+    state->first_stream_index = resume->stream_index;
+  }
+  {
+    auto start = std::make_shared<StreamSnapshot>();
+    start->stream_index = state->first_stream_index;
+    start->stream = state->stream->position();
+    state->consumed_position = std::move(start);
+  }
   const int pool_size = std::max(options.prefetch_batches, 1) + 2;
   for (int i = 0; i < pool_size; ++i) {
     auto batch = std::make_unique<Batch>();
@@ -211,17 +293,11 @@ InputPipeline::~InputPipeline() {
 }
 
 void InputPipeline::State::run_reader() {
-  RecordStreamOptions stream_options;
-  stream_options.repeat_and_shuffle_files = options.training;
-  stream_options.cycle_length = options.num_files_infeed;
-  stream_options.shuffle_buffer = options.training ? options.shuffle_buffer : 0;
-  stream_options.skip_corrupt_records = options.skip_corrupt_records;
-  stream_options.seed = seed;
-  RecordStream stream(files, stream_options);
+  RecordStream& stream = *this->stream;
   const int64_t limit = options.training   ? 0
                         : reads_every_file ? options.max_eval_images
                                            : options.max_eval_images / options.num_shards;
-  uint64_t stream_index = 0;
+  uint64_t stream_index = first_stream_index;
   Status failure;
   bool end = false;
   while (!end) {
@@ -257,6 +333,13 @@ void InputPipeline::State::run_reader() {
       if (stop) return;
       work.push_back(std::move(item));
       cv.notify_all();
+    }
+    if (options.training && row == options.batch_size) {
+      auto after = std::make_shared<StreamSnapshot>();
+      after->stream_index = stream_index;
+      after->stream = stream.position();
+      std::lock_guard<std::mutex> lock(mu);
+      flight->position_after = std::move(after);
     }
     // Padding for the rest of a last partial batch: zero images labelled -1.
     Batch& batch = *flight->batch;
@@ -367,6 +450,7 @@ Result<std::shared_ptr<const Batch>> InputPipeline::next() {
     }
     flight = std::move(s.pending.front());
     s.pending.pop_front();
+    if (flight->position_after) s.consumed_position = flight->position_after;
   }
   std::unique_ptr<Batch> batch = std::move(flight->batch);
   const size_t image_floats = s.image_floats();
@@ -408,5 +492,13 @@ InputPipeline::Stats InputPipeline::stats() const {
 }
 
 const std::vector<std::string>& InputPipeline::files() const { return state_->files; }
+
+InputPosition InputPipeline::position() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  InputPosition position = state_->identity;
+  position.stream_index = state_->consumed_position->stream_index;
+  position.stream = state_->consumed_position->stream;
+  return position;
+}
 
 }  // namespace ic

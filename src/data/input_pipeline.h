@@ -10,6 +10,9 @@
 // Reproducibility: the record stream (file order, interleave, shuffle) is a function of the seed,
 // and each record's preprocessing draws from an Rng seeded by (seed, position in the stream), so
 // with deterministic=true the same seed gives the same batches whatever the thread timing.
+// Training: position() says where the stream stands after the batches handed out so far
+// (data/input_position.h), and a pipeline created from that position hands out the very
+// batches the first one would have handed out next, bit for bit: resuming is exact.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "data/input_position.h"
 #include "data/preprocessing.h"
 
 namespace ic {
@@ -86,13 +90,23 @@ class InputPipeline final : public BatchSource {
   };
 
   // Finds the files and starts the threads. Errors: no matching files, bad options.
-  static Result<std::unique_ptr<InputPipeline>> create(const InputOptions& options);
+  // Training may resume at `resume` (a position() of an earlier pipeline): the files are
+  // re-opened at their offsets and the buffered records re-read. A position of a different
+  // stream (another seed, interleave, shuffle buffer, batch size or file list) is an error, or,
+  // when `fresh_notice` is given, gives a fresh stream and a notice there saying why. A position
+  // whose offsets do not fit its files (changed or damaged) is always an error naming the file.
+  static Result<std::unique_ptr<InputPipeline>> create(const InputOptions& options,
+                                                       const InputPosition* resume = nullptr,
+                                                       std::string* fresh_notice = nullptr);
   // Stops every thread, even mid-epoch, and waits for them.
   ~InputPipeline() override;
 
   Result<std::shared_ptr<const Batch>> next() override;
   Stats stats() const;
   const std::vector<std::string>& files() const;  // this shard's files, sorted
+  // Training: where the record stream stands after the last batch next() returned (taken when
+  // that batch's last record left the shuffle buffer; the reader threads run ahead of it).
+  InputPosition position() const;
 
   struct State;  // shared with the threads
 

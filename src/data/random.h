@@ -3,6 +3,7 @@
 // worker thread happens to process it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "core/mix64.h"
@@ -37,6 +38,14 @@ class Rng {
     return static_cast<uint32_t>(((next_u64() >> 32) * static_cast<uint64_t>(n)) >> 32);
   }
   bool coin() { return (next_u64() >> 63) != 0; }
+
+  // The whole generator state, so that a stream can be saved and resumed exactly
+  // (data/input_position.h). An all-zero state is xoshiro's one fixed point: never valid.
+  using StateWords = std::array<uint64_t, 4>;
+  StateWords state() const { return {state_[0], state_[1], state_[2], state_[3]}; }
+  void set_state(const StateWords& words) {
+    for (size_t i = 0; i < 4; ++i) state_[i] = words[i];
+  }
 
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

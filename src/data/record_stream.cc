@@ -19,19 +19,23 @@ RecordStream::RecordStream(std::vector<std::string> files, const RecordStreamOpt
   if (options_.cycle_length < 1) options_.cycle_length = 1;
 }
 
-std::optional<std::string> RecordStream::next_file() {
+void RecordStream::draw_order(int64_t epoch) {
+  // Fisher-Yates with the epoch's own generator.
+  std::iota(order_.begin(), order_.end(), size_t{0});
+  Rng rng(mix64(options_.seed ^ kFileOrderStream), static_cast<uint64_t>(epoch));
+  for (size_t i = order_.size(); i > 1; --i) {
+    std::swap(order_[i - 1], order_[rng.uniform_int(static_cast<uint32_t>(i))]);
+  }
+}
+
+std::optional<size_t> RecordStream::next_file() {
   if (order_.empty()) return std::nullopt;
   if (order_pos_ == order_.size()) {
     if (!options_.repeat_and_shuffle_files) return std::nullopt;
-    // A new epoch: a new order of the files (Fisher-Yates with the epoch's own generator).
-    std::iota(order_.begin(), order_.end(), size_t{0});
-    Rng rng(mix64(options_.seed ^ kFileOrderStream), static_cast<uint64_t>(epoch_++));
-    for (size_t i = order_.size(); i > 1; --i) {
-      std::swap(order_[i - 1], order_[rng.uniform_int(static_cast<uint32_t>(i))]);
-    }
+    draw_order(epoch_++);  // a new epoch: a new order of the files
     order_pos_ = 0;
   }
-  return files_[order_[order_pos_++]];
+  return order_[order_pos_++];
 }
 
 Status RecordStream::note_file_done(const Slot& slot) {
@@ -45,14 +49,14 @@ Status RecordStream::note_file_done(const Slot& slot) {
 }
 
 Result<bool> RecordStream::next_interleaved(std::string* record, std::string* source,
-                                            uint64_t* offset) {
+                                            uint64_t* offset, size_t* file) {
   while (true) {
     // Keep cycle_length files open while there are files left.
     while (static_cast<int>(slots_.size()) < options_.cycle_length) {
-      std::optional<std::string> path = next_file();
-      if (!path) break;
-      IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(*path));
-      slots_.push_back(Slot{std::move(reader), *path});
+      std::optional<size_t> next = next_file();
+      if (!next) break;
+      IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[*next]));
+      slots_.push_back(Slot{std::move(reader), files_[*next], *next});
     }
     if (slots_.empty()) return false;
     if (slot_pos_ >= slots_.size()) slot_pos_ = 0;
@@ -70,15 +74,16 @@ Result<bool> RecordStream::next_interleaved(std::string* record, std::string* so
       // End of this file: the next file takes its place in the cycle (opened above).
       IC_RETURN_IF_ERROR(note_file_done(slot));
       slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(slot_pos_));
-      if (std::optional<std::string> path = next_file()) {
-        IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(*path));
+      if (std::optional<size_t> next = next_file()) {
+        IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[*next]));
         slots_.insert(slots_.begin() + static_cast<std::ptrdiff_t>(slot_pos_),
-                      Slot{std::move(reader), *path});
+                      Slot{std::move(reader), files_[*next], *next});
       }
       continue;
     }
     *source = slot.path;
     if (offset != nullptr) *offset = record_offset;
+    if (file != nullptr) *file = slot.file;
     ++slot.good_records;
     barren_files_.clear();
     slot_pos_ = (slot_pos_ + 1) % slots_.size();
@@ -93,7 +98,8 @@ Result<bool> RecordStream::next(std::string* record, std::string* source, uint64
   const size_t capacity = static_cast<size_t>(options_.shuffle_buffer);
   while (!input_done_ && buffer_.size() < capacity) {
     Buffered item;
-    IC_ASSIGN_OR_RETURN(const bool got, next_interleaved(&item.record, &item.source, &item.offset));
+    IC_ASSIGN_OR_RETURN(const bool got,
+                        next_interleaved(&item.record, &item.source, &item.offset, &item.file));
     if (!got) {
       input_done_ = true;
       break;
@@ -108,6 +114,82 @@ Result<bool> RecordStream::next(std::string* record, std::string* source, uint64
   if (pick != buffer_.size() - 1) buffer_[pick] = std::move(buffer_.back());
   buffer_.pop_back();
   return true;
+}
+
+RecordStreamPosition RecordStream::position() const {
+  RecordStreamPosition p;
+  p.epoch = epoch_;
+  p.order_pos = order_pos_;
+  p.input_done = input_done_;
+  for (const Slot& slot : slots_) {
+    p.open_files.push_back({slot.file, slot.reader.offset(), slot.good_records});
+  }
+  p.slot_pos = slot_pos_;
+  for (const Buffered& item : buffer_) p.buffer.push_back({item.file, item.offset});
+  p.shuffle_rng = shuffle_rng_.state();
+  return p;
+}
+
+Status RecordStream::restore(const RecordStreamPosition& p) {
+  for (const auto& f : p.open_files) {
+    if (f.file >= files_.size())
+      return error("input position names file ", f.file, " of ", files_.size());
+  }
+  for (const auto& b : p.buffer) {
+    if (b.file >= files_.size())
+      return error("input position names file ", b.file, " of ", files_.size());
+  }
+  if (p.order_pos > files_.size() || p.slot_pos > p.open_files.size()) {
+    return error("input position is past the end of its file list");
+  }
+  if (p.input_done && options_.repeat_and_shuffle_files) {
+    return error("input position says a repeating stream has ended");
+  }
+  if (static_cast<int>(p.open_files.size()) > options_.cycle_length ||
+      (options_.shuffle_buffer > 1 &&
+       p.buffer.size() > static_cast<size_t>(options_.shuffle_buffer)) ||
+      (options_.shuffle_buffer <= 1 && !p.buffer.empty())) {
+    return error("input position has more open files or buffered records than this stream holds");
+  }
+  epoch_ = p.epoch;
+  if (options_.repeat_and_shuffle_files && epoch_ > 0) draw_order(epoch_ - 1);
+  order_pos_ = p.order_pos;
+  input_done_ = p.input_done;
+  slots_.clear();
+  for (const auto& f : p.open_files) {
+    IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[f.file]));
+    IC_RETURN_IF_ERROR(reader.seek(f.offset));
+    slots_.push_back(Slot{std::move(reader), files_[f.file], f.file, f.good_records});
+  }
+  slot_pos_ = p.slot_pos;
+  // The buffered records, read again from where they were read the first time; a record that
+  // no longer reads there means the file changed since the position was taken.
+  buffer_.clear();
+  buffer_.reserve(p.buffer.size());
+  std::vector<std::optional<TfRecordReader>> readers(files_.size());
+  for (const auto& b : p.buffer) {
+    std::optional<TfRecordReader>& reader = readers[b.file];
+    if (!reader) {
+      IC_ASSIGN_OR_RETURN(TfRecordReader opened, TfRecordReader::open(files_[b.file]));
+      reader.emplace(std::move(opened));
+    }
+    IC_RETURN_IF_ERROR(reader->seek(b.offset));
+    Buffered item;
+    Result<bool> got = reader->read(&item.record);
+    if (!got.ok()) {
+      return error("input position: the buffered record no longer reads: ", got.status().message());
+    }
+    if (!*got) {
+      return error(files_[b.file], ": input position names a record at byte ", b.offset,
+                   ", the end of the file");
+    }
+    item.source = files_[b.file];
+    item.offset = b.offset;
+    item.file = b.file;
+    buffer_.push_back(std::move(item));
+  }
+  shuffle_rng_.set_state(p.shuffle_rng);
+  return Status();
 }
 
 }  // namespace ic

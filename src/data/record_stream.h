@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "data/input_position.h"
 #include "data/random.h"
 #include "io/tfrecord.h"
 
@@ -36,6 +37,13 @@ class RecordStream {
   // every record): the stream would otherwise go round them forever.
   Result<bool> next(std::string* record, std::string* source, uint64_t* offset = nullptr);
 
+  // Where the stream stands now (file indices into the constructor's list), and the way back
+  // there: restore() on a new stream of the same files and options re-opens the files at their
+  // offsets and re-reads the buffered records, so that next() continues exactly as the stream
+  // that gave the position would have. An error names the file and offset that do not fit.
+  RecordStreamPosition position() const;
+  Status restore(const RecordStreamPosition& position);
+
   int64_t corrupt_records() const { return corrupt_records_; }
   int64_t file_passes_started() const { return epoch_; }
 
@@ -43,17 +51,22 @@ class RecordStream {
   struct Slot {
     TfRecordReader reader;
     std::string path;
+    size_t file = 0;           // index in files_
     int64_t good_records = 0;  // given out from this opening of the file
   };
   struct Buffered {
     std::string record;
     std::string source;
     uint64_t offset = 0;
+    size_t file = 0;
   };
 
-  // The next file to open, or nullopt when the list is exhausted (no repeat).
-  std::optional<std::string> next_file();
-  Result<bool> next_interleaved(std::string* record, std::string* source, uint64_t* offset);
+  // The next file to open (its index), or nullopt when the list is exhausted (no repeat).
+  std::optional<size_t> next_file();
+  // The file order of an epoch (0-based): a permutation drawn from the seed.
+  void draw_order(int64_t epoch);
+  Result<bool> next_interleaved(std::string* record, std::string* source, uint64_t* offset,
+                                size_t* file = nullptr);
   // A file was read to its end: records it when it gave no good record; the error once every
   // file has (repeating only).
   Status note_file_done(const Slot& slot);

@@ -191,6 +191,25 @@ Status remove_checkpoint_files(const std::string& prefix) {
   return status;
 }
 
+// The refusal save_checkpoint makes before replacing a checkpoint of the same step.
+Status check_same_step_run(const std::string& prefix,
+                           const std::map<std::string, std::string>& metadata) {
+  const auto ours = metadata.find(kRunIdKey);
+  if (ours == metadata.end()) return Status();
+  for (const std::string& existing : {prefix, prefix + kSafetensorsSuffix}) {
+    if (!checkpoint_exists(existing == prefix ? bundle_index_path(prefix) : existing)) continue;
+    Result<CheckpointContents> old = read_checkpoint(existing);
+    if (!old.ok()) continue;  // damaged: nothing worth keeping (recovery skipped it too)
+    const auto theirs = old->metadata.find(kRunIdKey);
+    if (theirs == old->metadata.end() || theirs->second == ours->second) continue;
+    return error(existing, ": a checkpoint of the same step from another run (run id ",
+                 theirs->second, "; this run is ", ours->second,
+                 ") is already there; not replacing it. Move it away, or train in another "
+                 "--model_dir");
+  }
+  return Status();
+}
+
 }  // namespace
 
 std::string checkpoint_prefix(const std::string& model_dir, int64_t step) {
@@ -270,6 +289,7 @@ Status save_checkpoint(const std::string& model_dir, int64_t step,
   if (ec) return error(model_dir, ": cannot create directory: ", ec.message());
 
   const std::string prefix = checkpoint_prefix(model_dir, step);
+  IC_RETURN_IF_ERROR(check_same_step_run(prefix, metadata));
   if (format == CheckpointFormat::tf) {
     IC_RETURN_IF_ERROR(write_tensor_bundle(prefix, metadata, tensors));
     // The bundle now wins resolution; a same-step safetensors file would only linger.

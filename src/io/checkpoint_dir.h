@@ -57,13 +57,20 @@ bool checkpoint_exists(const std::string& path);
 // Errors name the file and what is wrong.
 Result<CheckpointContents> read_checkpoint(const std::string& path);
 
+// The metadata key of the run a checkpoint belongs to: random at a run's first start, kept
+// across its resumes (train/run_loop.cc).
+inline constexpr char kRunIdKey[] = "run_id";
+
 // Writes the checkpoint of `step` in `format` (each file atomically: temp file, fsync, rename;
 // for tf the data file before the index), removes that step's files of the other format,
 // then rewrites `checkpoint` atomically with it as the latest, then deletes the oldest
 // checkpoints beyond keep_max, every file of each (keep_max <= 0 keeps every file and lists
 // only the newest, as TF's max_to_keep=0), and removes temp files that an interrupted save
 // left behind. A crash at any point leaves `checkpoint` naming a complete checkpoint. Saving
-// a step that is already listed replaces it and moves it to the end.
+// a step that is already listed replaces it and moves it to the end -- but never another run's:
+// when `metadata` has a kRunIdKey and a readable checkpoint of the same step (either format)
+// carries a different one, nothing is written and the error names that file. (A damaged file,
+// or one without a run id, written by an older program, is replaced.)
 Status save_checkpoint(const std::string& model_dir, int64_t step,
                        const std::map<std::string, std::string>& metadata,
                        const std::vector<TensorView>& tensors, int keep_max = 5,

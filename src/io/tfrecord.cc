@@ -115,6 +115,19 @@ bool TfRecordReader::skip_corrupt() {
   return true;
 }
 
+Status TfRecordReader::seek(uint64_t offset) {
+  if (offset > file_size_) {
+    return error(path_, ": byte offset ", offset, " is past the end of the file (", file_size_,
+                 " bytes)");
+  }
+  can_skip_ = false;
+  if (std::fseek(file_.get(), static_cast<long>(offset), SEEK_SET) != 0) {
+    return error(path_, ": cannot seek to byte ", offset, ": ", std::strerror(errno));
+  }
+  offset_ = offset;
+  return Status();
+}
+
 // ---- writer --------------------------------------------------------------------------------
 
 Result<TfRecordWriter> TfRecordWriter::create(const std::string& path) {

@@ -33,6 +33,9 @@ class TfRecordReader {
   // skip corrupt records can go on; returns false when the rest of the file is unreadable.
   bool skip_corrupt();
   uint64_t offset() const { return offset_; }  // where the next record starts
+  // Continues reading at byte `offset` (a record start given out by offset() earlier, e.g. a
+  // saved input position). An error naming the file when the offset is past its end.
+  Status seek(uint64_t offset);
   const std::string& path() const { return path_; }
 
  private:

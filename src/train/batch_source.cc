@@ -49,7 +49,9 @@ class FakeRun final : public BatchSource {
 
 Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options, bool training,
                                                        int64_t batch_size, int replica,
-                                                       int replicas) {
+                                                       int replicas, const std::string* resume,
+                                                       const std::string& where,
+                                                       std::string* notice) {
   if (options.use_data == UseData::fake) {
     return std::unique_ptr<BatchSource>(new FakeRun(options, training, batch_size));
   }
@@ -81,7 +83,17 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
     in.max_eval_images = (options.eval_total_size / options.eval_batch_size) *
                          static_cast<int64_t>(options.eval_batch_size);
   }
-  IC_ASSIGN_OR_RETURN(std::unique_ptr<InputPipeline> pipeline, InputPipeline::create(in));
+  std::optional<InputPosition> position;
+  if (resume != nullptr && training) {
+    IC_ASSIGN_OR_RETURN(position, parse_input_position(*resume, where));
+  }
+  Result<std::unique_ptr<InputPipeline>> created =
+      InputPipeline::create(in, position ? &*position : nullptr, notice);
+  if (!created.ok() && position) {
+    return error(where,
+                 ": cannot resume the input stream where it stopped: ", created.status().message());
+  }
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<InputPipeline> pipeline, std::move(created));
   return std::unique_ptr<BatchSource>(std::move(pipeline));
 }
 
@@ -104,6 +116,12 @@ std::string input_summary(const BatchSource& source) {
       << stats.undecodable_images_skipped << " undecodable images";
   for (const std::string& example : stats.undecodable_examples) out << "\n  " << example;
   return out.str();
+}
+
+std::optional<std::string> input_position_text(const BatchSource& source) {
+  const auto* pipeline = dynamic_cast<const InputPipeline*>(&source);
+  if (pipeline == nullptr) return std::nullopt;
+  return format_input_position(pipeline->position());
 }
 
 InputPipeline::Stats input_stats(const BatchSource& source) {

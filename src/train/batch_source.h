@@ -22,9 +22,22 @@ namespace ic {
 // with its own shuffle and augmentation seed; evaluation splits the validation-* files the same
 // way, so the replicas together see every validation image once (when there are fewer files than
 // replicas, replica 0 reads them all and the others none). Fake data is the same on every replica.
+//
+// Training may resume at `resume` (an input_position_text() saved in a checkpoint; `where` names
+// that checkpoint for errors): the TFRecord stream continues exactly where it stood. A position
+// of another stream (other files, seed, batch size, interleave or shuffle buffer) gives a fresh
+// stream and a notice in *notice; a damaged one, or offsets that no longer fit the files, is an
+// error. Fake data needs no position: every batch is the same one.
 Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options, bool training,
                                                        int64_t batch_size, int replica = 0,
-                                                       int replicas = 1);
+                                                       int replicas = 1,
+                                                       const std::string* resume = nullptr,
+                                                       const std::string& where = "",
+                                                       std::string* notice = nullptr);
+
+// The training stream's position after the batches handed out so far, as saved text
+// (data/input_position.h); nullopt for fake data.
+std::optional<std::string> input_position_text(const BatchSource& source);
 
 // How many batches one evaluation pass has, when that is known before reading: fake data, or
 // --eval_total_size > 0 (eval_total_size / eval_batch_size, the reference's eval_steps);

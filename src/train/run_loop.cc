@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "train/batch_source.h"
 #include "train/checkpoint_checks.h"
 #include "train/recipe.h"
+#include "train/resume_state.h"
 #include "train/stop_signal.h"
 
 namespace ic {
@@ -103,6 +105,13 @@ class Session {
   Status prepare_evaluator();
   Status train_until(int64_t target);
   Status save();
+  // Every replica's input position (each reads its own shard of the files), gathered to the
+  // leader as checkpoint metadata; empty for fake data.
+  // Data parallel: batch norm's moving statistics (and their EMA) follow each replica's own
+  // batches. A checkpoint and an evaluation take their mean; the replicas then go on from their
+  // own values, so that where checkpoints fall never changes the run, and a checkpoint also keeps
+  // every replica's own values (train/resume_state.h) so that a resume continues exactly.
+  Result<std::string> evaluate_and_report_averaged();
   Status check_device(const char* during);
   Status write_train_summaries(float loss, double steps_per_sec, double examples_per_sec);
   Result<std::string> evaluate_and_report();
@@ -135,6 +144,9 @@ class Session {
   std::unique_ptr<BatchSource> train_source_;
   std::unique_ptr<EventWriter> train_events_, eval_events_;
   std::optional<ModelDirLock> lock_;  // train modes, leader only
+  // This run's id (io/checkpoint_dir.h kRunIdKey): random at its first start, read back from
+  // the checkpoint it resumes from, so a run never replaces another run's checkpoint.
+  std::string run_id_;
   int64_t last_saved_step_ = -1, last_summary_step_ = -1;
   Clock::time_point last_save_time_ = Clock::now();
   bool stopped_ = false;
@@ -170,12 +182,23 @@ Status Session::prepare_training() {
                                                                const std::string& path) {
                         return checked_checkpoint_meta(file, path).status();
                       }));
+  std::optional<std::string> resume_position;  // this replica's, when the checkpoint has one
+  std::string resume_path;
   if (resume) {
     for (const std::string& note : resume->notes) log_ << note << "\n";
     const std::string& latest = resume->path;
     const CheckpointContents& file = resume->contents;
     IC_ASSIGN_OR_RETURN(CheckpointMeta saved, parse_checkpoint_metadata(file.metadata, latest));
     IC_RETURN_IF_ERROR(check_compatible(saved, meta_, latest));
+    const auto run_id = file.metadata.find(kRunIdKey);
+    run_id_ = run_id != file.metadata.end() ? run_id->second : new_run_id();
+    const auto position = file.metadata.find(input_position_key(reducer_.rank()));
+    if (position != file.metadata.end()) {
+      resume_position = position->second;
+    } else if (options_.use_data == UseData::real) {
+      log_ << latest << " holds no input position (written by an older version or another "
+           << "number of replicas): the input stream starts afresh" << std::endl;
+    }
     std::vector<std::string> notes;
     IC_RETURN_IF_ERROR(state_->restore_for_training(file, latest, &notes));
     for (const std::string& note : notes) log_ << note << "\n";
@@ -186,14 +209,33 @@ Status Session::prepare_training() {
       log_ << "Not warm-starting from " << options_.warm_start_from
            << ": resuming from the model_dir's own checkpoint" << std::endl;
     }
+    resume_path = latest;
   } else {
+    run_id_ = new_run_id();
     IC_RETURN_IF_ERROR(state_->initialize(static_cast<uint64_t>(options_.seed)));
     if (!options_.warm_start_from.empty()) IC_RETURN_IF_ERROR(warm_start());
   }
   share_leader_state();
+  if (resume && reducer_.size() > 1) {
+    const std::string name = kReplicaStatsPrefix + std::to_string(reducer_.rank());
+    const TensorEntry* own = resume->contents.find(name);
+    const size_t count = moving_statistics_count(*state_);
+    if (own == nullptr || own->dtype != DType::f32 || own->bytes.size() != count * sizeof(float)) {
+      log_ << resume->path << " holds no moving statistics of each replica (" << name
+           << "): the replicas go on from their mean" << std::endl;
+    } else {
+      std::vector<float> values(count);
+      std::memcpy(values.data(), own->bytes.data(), own->bytes.size());
+      restore_moving_statistics(*state_, values);
+    }
+  }
   IC_ASSIGN_OR_RETURN(trainer_, Trainer::create(*state_, train_graph_, recipe_, &reducer_));
-  IC_ASSIGN_OR_RETURN(train_source_, make_batch_source(options_, true, trainer_->batch_size(),
-                                                       reducer_.rank(), reducer_.size()));
+  std::string notice;
+  IC_ASSIGN_OR_RETURN(
+      train_source_,
+      make_batch_source(options_, true, trainer_->batch_size(), reducer_.rank(), reducer_.size(),
+                        resume_position ? &*resume_position : nullptr, resume_path, &notice));
+  if (!notice.empty()) log_ << resume_path << ": " << notice << std::endl;
   log_ << trainer_->memory_estimate() << std::endl;
   log_ << trainer_->trainable_summary() << std::endl;
   if (leader_) {
@@ -251,20 +293,38 @@ Status Session::prepare_evaluator() {
 }
 
 Status Session::save() {
-  // Batch norm's moving statistics follow each replica's own batches; the checkpoint (and the
-  // evaluation after it) takes their mean. Weights and their EMA are equal on every replica.
-  for (float* arena : {state_->state(), state_->ema_state()}) {
-    if (arena != nullptr) reducer_.mean(arena, state_->layout().state_count);
-  }
+  // Weights and their EMA are equal on every replica; the moving statistics are averaged for
+  // the checkpoint, and each replica's own values kept beside them.
+  const std::vector<float> own = average_moving_statistics(*state_, reducer_);
+  std::vector<std::vector<float>> replica_stats;
+  if (!own.empty()) replica_stats = gather_to_leader(reducer_.comm(), own);
   last_saved_step_ = state_->global_step;
   last_save_time_ = Clock::now();
-  if (!leader_) return Status();
-  log_ << "Saving checkpoints for " << state_->global_step << " into " << options_.model_dir
-       << "/model.ckpt." << std::endl;
-  IC_RETURN_IF_ERROR(save_checkpoint(options_.model_dir, state_->global_step,
-                                     checkpoint_metadata(meta_), state_->checkpoint_tensors(),
-                                     options_.keep_checkpoint_max, options_.checkpoint_format));
-  return Status();
+  // Each replica's input position (each reads its own shard of the files); none for fake data,
+  // on every replica alike.
+  std::map<std::string, std::string> metadata;
+  if (std::optional<std::string> mine = input_position_text(*train_source_)) {
+    const std::vector<std::string> all = gather_to_leader(reducer_.comm(), *mine);
+    for (size_t r = 0; r < all.size(); ++r)
+      metadata[input_position_key(static_cast<int>(r))] = all[r];
+  }
+  Status saved;
+  if (leader_) {
+    metadata.merge(checkpoint_metadata(meta_));
+    metadata[kRunIdKey] = run_id_;
+    std::vector<TensorView> tensors = state_->checkpoint_tensors();
+    for (size_t r = 0; r < replica_stats.size(); ++r) {
+      tensors.push_back(TensorView{kReplicaStatsPrefix + std::to_string(r), DType::f32,
+                                   Shape{static_cast<int64_t>(replica_stats[r].size())},
+                                   replica_stats[r].data()});
+    }
+    log_ << "Saving checkpoints for " << state_->global_step << " into " << options_.model_dir
+         << "/model.ckpt." << std::endl;
+    saved = save_checkpoint(options_.model_dir, state_->global_step, metadata, tensors,
+                            options_.keep_checkpoint_max, options_.checkpoint_format);
+  }
+  restore_moving_statistics(*state_, own);
+  return saved;
 }
 
 Status Session::write_train_summaries(float loss, double steps_per_sec, double examples_per_sec) {
@@ -348,6 +408,15 @@ Status Session::train_until(int64_t target) {
   return Status();
 }
 
+// An evaluation during training uses the replicas' mean moving statistics; training then goes
+// on from each replica's own.
+Result<std::string> Session::evaluate_and_report_averaged() {
+  const std::vector<float> own = average_moving_statistics(*state_, reducer_);
+  Result<std::string> results = evaluate_and_report();
+  restore_moving_statistics(*state_, own);
+  return results;
+}
+
 Result<std::string> Session::evaluate_and_report() {
   if (!evaluator_) IC_RETURN_IF_ERROR(prepare_evaluator());
   IC_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
@@ -420,7 +489,7 @@ Status Session::run_train_and_eval() {
     IC_RETURN_IF_ERROR(train_until(target));
     if (stopped_) break;
     log_ << "Starting evaluation cycle " << cycle << " ." << std::endl;
-    IC_ASSIGN_OR_RETURN(std::string results, evaluate_and_report());
+    IC_ASSIGN_OR_RETURN(std::string results, evaluate_and_report_averaged());
     if (!stopped_) log_ << "Evaluation results: " << results << std::endl;
   }
   return Status();

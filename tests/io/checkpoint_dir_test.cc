@@ -368,3 +368,58 @@ TEST(CheckpointStateText, EscapesLikeTextFormat) {
 
 }  // namespace
 }  // namespace ic
+
+namespace ic {
+namespace {
+
+// save_checkpoint never replaces a checkpoint of the same step that another run wrote (run ids
+// differ), in either format; the same run, a checkpoint without a run id, or a damaged one are
+// replaced.
+TEST(CheckpointRunId, ASameStepCheckpointOfAnotherRunIsNeverReplaced) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("ic_ckpt_run_id_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::remove_all(dir);
+  float value = 0;
+  const auto save = [&](float v, const std::string& run, CheckpointFormat format) {
+    value = v;
+    std::map<std::string, std::string> metadata = {{"model", "inception_v3"}};
+    if (!run.empty()) metadata[kRunIdKey] = run;
+    return save_checkpoint(dir, 4, metadata, {{"w", DType::f32, Shape{1}, &value}}, 5, format);
+  };
+  const auto saved_value = [&] {
+    Result<CheckpointContents> read = read_checkpoint(dir + "/model.ckpt-4");
+    EXPECT_TRUE(read.ok()) << read.status().message();
+    float v = -1;
+    if (read.ok()) std::memcpy(&v, read->find("w")->bytes.data(), sizeof(v));
+    return v;
+  };
+  for (CheckpointFormat format : {CheckpointFormat::tf, CheckpointFormat::safetensors}) {
+    std::filesystem::remove_all(dir);
+    ASSERT_TRUE(save(1, "run-a", format).ok());
+    ASSERT_TRUE(save(2, "run-a", format).ok());  // the same run saves the step again
+    EXPECT_EQ(saved_value(), 2);
+    for (CheckpointFormat other : {CheckpointFormat::tf, CheckpointFormat::safetensors}) {
+      const Status refused = save(3, "run-b", other);
+      ASSERT_FALSE(refused.ok());
+      EXPECT_NE(refused.message().find("model.ckpt-4"), std::string::npos) << refused.message();
+      EXPECT_NE(refused.message().find("another run (run id run-a; this run is run-b)"),
+                std::string::npos)
+          << refused.message();
+      EXPECT_EQ(saved_value(), 2);  // untouched
+    }
+    ASSERT_TRUE(save(4, "", format).ok());       // no run id: nothing to compare with
+    ASSERT_TRUE(save(5, "run-b", format).ok());  // the old one had no run id
+    EXPECT_EQ(saved_value(), 5);
+  }
+  // A damaged same-step checkpoint is replaced.
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(save(6, "run-a", CheckpointFormat::safetensors).ok());
+  std::ofstream(dir + "/model.ckpt-4.safetensors", std::ios::trunc) << "garbage";
+  ASSERT_TRUE(save(7, "run-b", CheckpointFormat::safetensors).ok());
+  EXPECT_EQ(saved_value(), 7);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ic
