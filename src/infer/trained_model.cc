@@ -46,8 +46,10 @@ Result<TrainedModel> load_trained_model(const std::string& model_dir,
   IC_ASSIGN_OR_RETURN(model.global_step, read_global_step(file, path));
 
   for (const ParamInfo& param : graph.params) {
-    const TensorEntry* entry =
-        param.trainable ? file.find(param.name + "/ExponentialMovingAverage") : nullptr;
+    // As evaluation (LoadEMAHook, ModelState::restore_for_eval) and classify: the shadow of
+    // every averaged variable, moving statistics included (the reference averages
+    // trainable_variables() + moving_average_variables()).
+    const TensorEntry* entry = file.find(param.name + "/ExponentialMovingAverage");
     if (entry == nullptr) entry = file.find(param.name);
     if (entry == nullptr) {
       return error(path, ": checkpoint has no tensor ", param.name, " that the model needs");

@@ -24,8 +24,8 @@ struct TrainedModel {
   // kept (its tensors are in every Inception checkpoint) but nothing reads it.
   ModelOptions options;
   // Every parameter and state tensor of the network, f32, shapes as the graph's ParamInfo.
-  // For a trainable parameter this is its ExponentialMovingAverage shadow when the checkpoint
-  // has one (the weights evaluation uses), else the raw weights.
+  // Each is its ExponentialMovingAverage shadow when the checkpoint has one (what evaluation
+  // and classify use, moving statistics included), else the raw value.
   std::map<std::string, TensorEntry> weights;
 };
 

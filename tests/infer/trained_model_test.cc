@@ -1,6 +1,8 @@
 // load_trained_model: the EMA shadow wins over the raw weights, batch-norm statistics are read
 // as they are, the step and metadata come back, and a missing or mis-shaped tensor is an
 // error naming the checkpoint.
+#include "infer/trained_model.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "infer/trained_model.h"
 #include "io/checkpoint_dir.h"
 
 namespace ic {
@@ -41,11 +42,10 @@ TinyCheckpoint write_tiny(const std::string& name, const std::string& skip = "")
     if (p.name == skip) continue;
     storage.emplace_back(p.shape.numel(), p.trainable ? 1.f : 3.f);
     views.push_back({p.name, DType::f32, p.shape, storage.back().data()});
-    if (p.trainable) {
-      storage.emplace_back(p.shape.numel(), 2.f);
-      views.push_back(
-          {p.name + "/ExponentialMovingAverage", DType::f32, p.shape, storage.back().data()});
-    }
+    // Shadows for weights (2) and for moving statistics (4), as the trainer writes them.
+    storage.emplace_back(p.shape.numel(), p.trainable ? 2.f : 4.f);
+    views.push_back(
+        {p.name + "/ExponentialMovingAverage", DType::f32, p.shape, storage.back().data()});
   }
   static const int64_t step = 7;
   views.push_back({"global_step", DType::i64, Shape{}, &step});
@@ -71,7 +71,7 @@ TEST(TrainedModel, EmaShadowsAndMovingStatistics) {
   for (const ParamInfo& p : t.graph.params) {
     const TensorEntry& w = model->weights.at(p.name);
     EXPECT_EQ(w.shape, p.shape) << p.name;
-    EXPECT_EQ(first_value(w), p.trainable ? 2.f : 3.f) << p.name;
+    EXPECT_EQ(first_value(w), p.trainable ? 2.f : 4.f) << p.name;
   }
   Result<Graph> graph = build_inference_graph(*model, 4);
   ASSERT_TRUE(graph.ok());
