@@ -262,10 +262,26 @@ void Server::State::add_routes() {
                 [this, resolve](const httplib::Request& req, httplib::Response& res,
                                 const httplib::ContentReader& read_content) {
                   std::string body;
-                  read_content([&](const char* data, size_t size) {
-                    body.append(data, size);
-                    return true;
+                  bool too_large = false;
+                  const bool read = read_content([&](const char* data, size_t size) {
+                    too_large = body.size() + size > options.max_body_bytes;
+                    if (!too_large) body.append(data, size);
+                    return !too_large;
                   });
+                  // httplib refuses a Content-Length over the limit itself (status 413).
+                  too_large = too_large || res.status == 413;
+                  if (!read && !too_large) {
+                    res.set_header("Connection", "close");
+                    return answer_error(res, 400, "could not read the request body");
+                  }
+                  if (too_large) {
+                    // The rest of the body is never read: the connection cannot be reused.
+                    res.set_header("Connection", "close");
+                    return answer_error(res, 413,
+                                        "the request body is larger than the server's limit of " +
+                                            std::to_string(options.max_body_bytes) +
+                                            " bytes (--max_body_bytes)");
+                  }
                   predict(req, res, body, resolve(req, res));
                 }));
   http.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {

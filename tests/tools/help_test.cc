@@ -19,10 +19,15 @@ TEST(Help, EveryProgramSaysWhatItDoesGivesAnExampleAndListsOnlyItsFlags) {
     const char* program;
     const char* one_of_its_flags;
   } programs[] = {
-      {"inception_v3", "--train_batch_size"},     {"inception_v4", "--cold_learning_rate"},
-      {"resnet50", "--micro_batch_size"},         {"classify", "--top_k"},
-      {"inspect_checkpoint", "--write_bundle"},   {"make_fake_imagenet", "--num_train_images"},
-      {"imagenet_to_tfrecord", "--raw_data_dir"}, {"fashion_mnist_to_raw", "--output_dir"},
+      {"inception_v3", "--train_batch_size"},
+      {"inception_v4", "--cold_learning_rate"},
+      {"resnet50", "--micro_batch_size"},
+      {"classify", "--top_k"},
+      {"inspect_checkpoint", "--write_bundle"},
+      {"make_fake_imagenet", "--num_train_images"},
+      {"imagenet_to_tfrecord", "--raw_data_dir"},
+      {"fashion_mnist_to_raw", "--output_dir"},
+      {"serve", "--max_batch_size"},
   };
   for (const auto& p : programs) {
     const ToolOutput help = run_tool(p.program, "--help");
@@ -42,7 +47,7 @@ TEST(Help, EveryProgramSaysWhatItDoesGivesAnExampleAndListsOnlyItsFlags) {
 }
 
 TEST(Help, AnUnknownFlagIsRefusedWithExitCode2) {
-  for (const char* program : {"make_fake_imagenet", "imagenet_to_tfrecord", "classify"}) {
+  for (const char* program : {"make_fake_imagenet", "imagenet_to_tfrecord", "classify", "serve"}) {
     const ToolOutput bad = run_tool(program, "--no_such_flag=1");
     EXPECT_EQ(bad.exit_code, 2) << program << "\n" << bad.output;
     EXPECT_TRUE(bad.contains("no_such_flag")) << program << "\n" << bad.output;
