@@ -1,0 +1,132 @@
+// Dynamic batching on the real server: concurrent requests are run together and get what each
+// gets alone, and what classify() gives for the same image files; a full queue answers 503.
+#include <atomic>
+#include <fstream>
+#include <regex>
+
+#include "backend/backend.h"
+#include "infer/classify.h"
+#include "serve/api.h"
+#include "serve_test_util.h"
+
+namespace ic {
+namespace {
+
+using namespace testing;
+
+// serve_batch_size_count in the /metrics text: the number of model runs so far.
+int64_t batches_run(const RunningServer& server) {
+  httplib::Result metrics = server.client().Get("/metrics");
+  if (!metrics) return -1;
+  std::smatch match;
+  static const std::regex kCount(R"(serve_batch_size_count (\d+))");
+  if (!std::regex_search(metrics->body, match, kCount)) return -1;
+  return std::stoll(match[1]);
+}
+
+std::vector<double> probabilities(const Reply& reply) {
+  std::vector<double> p;
+  for (const json& v : reply.body["predictions"][0]["probabilities"]) p.push_back(v.get<double>());
+  return p;
+}
+
+TEST(ServeBatching, ConcurrentRequestsMatchSingleRequestsAndClassify) {
+  TempDir dir;
+  train_model(dir.sub("model"), 2);
+  constexpr int kImages = 6;
+  std::vector<std::string> jpegs, files;
+  for (int i = 0; i < kImages; ++i) {
+    jpegs.push_back(test_image(10 + i, 70 + 9 * i, 100 - 5 * i));
+    files.push_back(dir.sub("image" + std::to_string(i) + ".jpg"));
+    std::ofstream(files.back(), std::ios::binary) << jpegs.back();
+  }
+
+  // classify() on the same files: the reference answer.
+  Result<std::unique_ptr<Backend>> backend = make_backend(BackendOptions{});
+  ASSERT_TRUE(backend.ok());
+  ClassifyOptions classify_options;
+  classify_options.model_dir = dir.sub("model");
+  classify_options.inputs = files;
+  Result<ClassifyResult> classified = classify(classify_options, **backend);
+  ASSERT_TRUE(classified.ok()) << classified.status().message();
+  const int64_t classes = classified->logits_shape[1];
+  ASSERT_EQ(classes, 11);
+
+  ServerOptions options;
+  options.model_dir = dir.sub("model");
+  options.max_batch_size = 8;
+  options.batch_timeout = std::chrono::milliseconds(300);
+  RunningServer server(options);
+  const std::string path = "/v1/models/inception_v3:predict";
+  auto body = [&](int i) { return json{{"instances", {b64_instance(jpegs[i])}}}.dump(); };
+
+  std::vector<std::vector<double>> single(kImages);
+  for (int i = 0; i < kImages; ++i) {
+    const Reply reply = post(server, path, body(i));
+    ASSERT_EQ(reply.status, 200) << reply.body;
+    single[i] = probabilities(reply);
+  }
+  const int64_t batches_before = batches_run(server);
+  EXPECT_EQ(batches_before, kImages);
+
+  std::vector<Reply> together(kImages);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kImages; ++i) {
+    clients.emplace_back([&, i] { together[i] = post(server, path, body(i)); });
+  }
+  for (std::thread& t : clients) t.join();
+  // They were gathered: fewer model runs than requests.
+  const int64_t batches = batches_run(server) - batches_before;
+  EXPECT_GE(batches, 1);
+  EXPECT_LT(batches, kImages);
+
+  for (int i = 0; i < kImages; ++i) {
+    ASSERT_EQ(together[i].status, 200) << together[i].body;
+    const std::vector<double> batched = probabilities(together[i]);
+    const std::vector<float> reference = softmax(classified->logits.data() + i * classes, classes);
+    ASSERT_EQ(batched.size(), static_cast<size_t>(classes));
+    for (int64_t c = 0; c < classes; ++c) {
+      EXPECT_NEAR(batched[c], single[i][c], 1e-5) << "image " << i << " class " << c;
+      EXPECT_NEAR(batched[c], reference[c], 1e-5) << "image " << i << " class " << c;
+    }
+  }
+  // Different images predict differently (the comparison above is not between constants).
+  EXPECT_NE(single[0], single[1]);
+}
+
+TEST(ServeBatching, AFullQueueAnswersServiceUnavailable) {
+  TempDir dir;
+  train_model(dir.sub("model"), 2);
+  ServerOptions options;
+  options.model_dir = dir.sub("model");
+  options.max_batch_size = 4;
+  options.max_queue = 2;
+  // A batch waits a second to fill, so what is queued stays queued while we look.
+  options.batch_timeout = std::chrono::seconds(1);
+  RunningServer server(options);
+  const std::string path = "/v1/models/inception_v3:predict";
+  const json one = {{"instances", {b64_instance(test_image(1))}}};
+
+  // Two instances in one request never fit a queue of 2 next to a waiting one.
+  std::vector<Reply> waiting(2);
+  std::thread first([&] { waiting[0] = post(server, path, one.dump()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const json two = {{"instances", {b64_instance(test_image(2)), b64_instance(test_image(3))}}};
+  const Reply refused = post(server, path, two.dump());
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(error_of(refused).find("queue is full"), std::string::npos) << refused.body;
+  std::thread second([&] { waiting[1] = post(server, path, one.dump()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const Reply third = post(server, path, one.dump());  // the queue holds 2 now
+  EXPECT_EQ(third.status, 503) << third.body;
+  first.join();
+  second.join();
+  // What was queued is answered once the batch runs.
+  EXPECT_EQ(waiting[0].status, 200) << waiting[0].body;
+  EXPECT_EQ(waiting[1].status, 200) << waiting[1].body;
+  // And the queue takes requests again.
+  EXPECT_EQ(post(server, path, one.dump()).status, 200);
+}
+
+}  // namespace
+}  // namespace ic
