@@ -12,7 +12,8 @@ const std::string& web_page_html() {
   body { font-family: sans-serif; max-width: 44em; margin: 2em auto; color: #222; }
   #drop { border: 2px dashed #888; border-radius: 8px; padding: 2em; text-align: center; }
   #drop.over { background: #eef; }
-  #preview { max-width: 299px; max-height: 299px; display: block; margin: 1em auto; }
+  #preview { width: 224px; display: block; margin: 1em auto; image-rendering: pixelated; }
+  #preview[src=""], #preview:not([src]) { display: none; }
   .row { display: flex; align-items: center; margin: .3em 0; }
   .label { width: 14em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
   .bar { background: #4a7fd4; height: 1.1em; margin: 0 .5em; }
@@ -99,7 +100,12 @@ document.getElementById("file").addEventListener("change", e => {
 });
 loadModel().catch(e => { document.getElementById("error").textContent = String(e.message); });
 const auto = new URLSearchParams(location.search).get("image");
-if (auto) fetch(auto).then(r => r.blob()).then(classify);
+if (auto) {
+  fetch(auto).then(r => r.blob()).then(classify).catch(e => {
+    document.getElementById("error").textContent = "cannot load " + auto + ": " + e.message;
+    document.body.setAttribute("data-done", "error");
+  });
+}
 </script>
 </body>
 </html>
