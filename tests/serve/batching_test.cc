@@ -58,7 +58,10 @@ TEST(ServeBatching, ConcurrentRequestsMatchSingleRequestsAndClassify) {
   options.batch_timeout = std::chrono::milliseconds(300);
   RunningServer server(options);
   const std::string path = "/v1/models/inception_v3:predict";
-  auto body = [&](int i) { return json{{"instances", {b64_instance(jpegs[i])}}}.dump(); };
+  std::vector<std::string> bodies;
+  for (const std::string& jpeg : jpegs)
+    bodies.push_back(json{{"instances", {b64_instance(jpeg)}}}.dump());
+  auto body = [&](int i) { return bodies[i]; };
 
   std::vector<std::vector<double>> single(kImages);
   for (int i = 0; i < kImages; ++i) {
