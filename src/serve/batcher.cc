@@ -32,6 +32,10 @@ Status Batcher::submit(const std::shared_ptr<BatchJob>& job) {
     std::lock_guard lock(mutex_);
     if (stopping_) return error("the server is shutting down");
     const int64_t queued = static_cast<int64_t>(queue_.size());
+    if (job->count() > options_.max_queue) {
+      return error("a request of ", job->count(), " instances can never fit the queue (",
+                   "--max_queue=", options_.max_queue, "); send fewer per request");
+    }
     if (queued + job->count() > options_.max_queue) {
       return error("the queue is full (", queued,
                    " instances waiting, --max_queue=", options_.max_queue, "); retry later");

@@ -125,7 +125,9 @@ std::string endpoint_of(const std::string& path) {
     if (path.size() > 9 && path.compare(path.size() - 9, 9, "/metadata") == 0) return "metadata";
     return "status";
   }
-  if (path == "/healthz" || path == "/metrics" || path == "/") return path;
+  if (path == "/healthz") return "healthz";
+  if (path == "/metrics") return "metrics";
+  if (path == "/") return "page";
   return "other";
 }
 

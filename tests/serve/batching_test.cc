@@ -114,6 +114,12 @@ TEST(ServeBatching, AFullQueueAnswersServiceUnavailable) {
   std::vector<Reply> waiting(2);
   std::thread first([&] { waiting[0] = post(server, path, one.dump()); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const json three = {
+      {"instances",
+       {b64_instance(test_image(2)), b64_instance(test_image(3)), b64_instance(test_image(4))}}};
+  const Reply never = post(server, path, three.dump());
+  EXPECT_EQ(never.status, 503) << never.body;
+  EXPECT_NE(error_of(never).find("can never fit"), std::string::npos) << never.body;
   const json two = {{"instances", {b64_instance(test_image(2)), b64_instance(test_image(3))}}};
   const Reply refused = post(server, path, two.dump());
   EXPECT_EQ(refused.status, 503) << refused.body;
