@@ -299,11 +299,6 @@ void Server::State::add_routes() {
   http.Get("/", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(web_page_html(), "text/html; charset=utf-8");
   });
-  http.Get("/v1/labels", [this](const httplib::Request&, httplib::Response& res) {
-    json labels = json::object();
-    for (const auto& [label, text] : options.label_names) labels[std::to_string(label)] = text;
-    res.set_content(json{{"model", name()}, {"labels", labels}}.dump(), "application/json");
-  });
 }
 
 Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
