@@ -137,5 +137,23 @@ TEST(ServeBatching, AFullQueueAnswersServiceUnavailable) {
   EXPECT_EQ(post(server, path, one.dump()).status, 200);
 }
 
+TEST(ServeBatching, ARequestNotAnsweredInTimeGetsServiceUnavailable) {
+  TempDir dir;
+  train_model(dir.sub("model"), 2);
+  ServerOptions options;
+  options.model_dir = dir.sub("model");
+  options.max_batch_size = 4;
+  options.batch_timeout = std::chrono::seconds(2);  // a lone instance waits this long
+  options.request_timeout = std::chrono::milliseconds(300);
+  RunningServer server(options);
+  const auto start = std::chrono::steady_clock::now();
+  const Reply late = post(server, "/v1/models/inception_v3:predict",
+                          json{{"instances", {b64_instance(test_image(1))}}}.dump());
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(late.status, 503) << late.body;
+  EXPECT_NE(error_of(late).find("timed out"), std::string::npos) << late.body;
+  EXPECT_LT(waited, std::chrono::milliseconds(1500));
+}
+
 }  // namespace
 }  // namespace ic
