@@ -106,6 +106,9 @@ void Batcher::loop() {
     const auto start = std::chrono::steady_clock::now();
     model.run(images.data(), count, logits.data());
     const auto took = std::chrono::steady_clock::now() - start;
+    // Counted before anyone is answered, so a client that reads /metrics after its answer
+    // sees its batch.
+    if (on_batch_) on_batch_(count, std::chrono::duration_cast<std::chrono::nanoseconds>(took));
     const size_t classes = static_cast<size_t>(model.num_classes());
     for (int64_t i = 0; i < count; ++i) {
       BatchJob& job = *batch[i].job;
@@ -115,7 +118,6 @@ void Batcher::loop() {
       if (--job.remaining_ == 0) job.done_.notify_all();
     }
     batch.clear();
-    if (on_batch_) on_batch_(count, std::chrono::duration_cast<std::chrono::nanoseconds>(took));
   }
 }
 

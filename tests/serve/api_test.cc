@@ -56,7 +56,14 @@ TEST_F(ServeApi, StatusMetadataHealthMetricsAndPage) {
   // One predict, then its traces in /metrics.
   const json body = {{"instances", {b64_instance(test_image(1))}}};
   ASSERT_EQ(post(*server_, "/v1/models/inception_v3:predict", body.dump()).status, 200);
+  // A request is counted once its answer has been written: the count may trail the answer
+  // by a moment.
+  const std::string counted = "serve_requests_total{endpoint=\"predict\",code=\"200\"} 1";
   httplib::Result metrics = server_->client().Get("/metrics");
+  for (int i = 0; i < 100 && metrics && metrics->body.find(counted) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    metrics = server_->client().Get("/metrics");
+  }
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
   for (const char* line :
