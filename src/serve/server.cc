@@ -294,7 +294,12 @@ void Server::State::add_routes() {
         "application/json");
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics->prometheus_text(), "text/plain; version=0.0.4");
+    const std::string queued =
+        "# HELP serve_queued_instances Instances waiting for the model now.\n"
+        "# TYPE serve_queued_instances gauge\n"
+        "serve_queued_instances " +
+        std::to_string(batcher->queued()) + "\n";
+    res.set_content(metrics->prometheus_text() + queued, "text/plain; version=0.0.4");
   });
   http.Get("/", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(web_page_html(), "text/html; charset=utf-8");

@@ -24,6 +24,17 @@ int64_t batches_run(const RunningServer& server) {
   return std::stoll(match[1]);
 }
 
+// Waits (up to 10 s) until `count` instances are queued, as /metrics reports.
+bool wait_for_queued(const RunningServer& server, int64_t count) {
+  const std::string line = "serve_queued_instances " + std::to_string(count) + "\n";
+  for (int i = 0; i < 1000; ++i) {
+    httplib::Result metrics = server.client().Get("/metrics");
+    if (metrics && metrics->body.find(line) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 std::vector<double> probabilities(const Reply& reply) {
   std::vector<double> p;
   for (const json& v : reply.body["predictions"][0]["probabilities"]) p.push_back(v.get<double>());
@@ -104,8 +115,8 @@ TEST(ServeBatching, AFullQueueAnswersServiceUnavailable) {
   options.model_dir = dir.sub("model");
   options.max_batch_size = 4;
   options.max_queue = 2;
-  // A batch waits a second to fill, so what is queued stays queued while we look.
-  options.batch_timeout = std::chrono::seconds(1);
+  // A batch waits 3 s to fill, so what is queued stays queued while we look.
+  options.batch_timeout = std::chrono::seconds(3);
   RunningServer server(options);
   const std::string path = "/v1/models/inception_v3:predict";
   const json one = {{"instances", {b64_instance(test_image(1))}}};
@@ -113,7 +124,7 @@ TEST(ServeBatching, AFullQueueAnswersServiceUnavailable) {
   // Two instances in one request never fit a queue of 2 next to a waiting one.
   std::vector<Reply> waiting(2);
   std::thread first([&] { waiting[0] = post(server, path, one.dump()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(wait_for_queued(server, 1));
   const json three = {
       {"instances",
        {b64_instance(test_image(2)), b64_instance(test_image(3)), b64_instance(test_image(4))}}};
@@ -125,7 +136,7 @@ TEST(ServeBatching, AFullQueueAnswersServiceUnavailable) {
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_NE(error_of(refused).find("queue is full"), std::string::npos) << refused.body;
   std::thread second([&] { waiting[1] = post(server, path, one.dump()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(wait_for_queued(server, 2));
   const Reply third = post(server, path, one.dump());  // the queue holds 2 now
   EXPECT_EQ(third.status, 503) << third.body;
   first.join();
