@@ -47,6 +47,14 @@ Status Batcher::submit(const std::shared_ptr<BatchJob>& job) {
   return Status();
 }
 
+void Batcher::stop_waiting() {
+  {
+    std::lock_guard lock(mutex_);
+    no_wait_ = true;
+  }
+  wake_.notify_one();
+}
+
 void Batcher::stop() {
   {
     std::lock_guard lock(mutex_);
@@ -84,7 +92,8 @@ void Batcher::loop() {
       // Wait for a full batch, at most batch_timeout after the oldest instance was queued;
       // when stopping, run what there is.
       wake_.wait_until(lock, oldest_queued_at_ + options_.batch_timeout, [&] {
-        return static_cast<int64_t>(queue_.size()) >= options_.max_batch_size || stopping_;
+        return static_cast<int64_t>(queue_.size()) >= options_.max_batch_size || stopping_ ||
+               no_wait_;
       });
       drop_cancelled_front();
       if (queue_.empty()) continue;

@@ -65,6 +65,9 @@ class Batcher {
   // Queues every instance of `job`, or none: an error when they do not fit in the queue or the
   // batcher is stopping.
   Status submit(const std::shared_ptr<BatchJob>& job);
+  // From now on a batch runs as soon as the model is free, without waiting to fill (the
+  // server is shutting down: requests in flight are answered without delay). Submits still work.
+  void stop_waiting();
   // Runs what is queued, then stops the thread. Later submits fail.
   void stop();
   int64_t queued() const;
@@ -85,6 +88,7 @@ class Batcher {
   std::deque<Item> queue_;
   std::chrono::steady_clock::time_point oldest_queued_at_;
   bool stopping_ = false;
+  bool no_wait_ = false;
   std::thread thread_;
 };
 

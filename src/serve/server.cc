@@ -384,7 +384,10 @@ void Server::run() {
   // Every connection's thread has finished: no request is waiting on the batcher any more.
 }
 
-void Server::shutdown() { state_->http.stop(); }
+void Server::shutdown() {
+  state_->http.stop();
+  state_->batcher->stop_waiting();
+}
 
 bool Server::is_running() const { return state_->http.is_running(); }
 

@@ -148,10 +148,11 @@ class ServeProcess {
 TEST(ServeProgram, SigtermAnswersEveryRequestInFlightAndExitsZero) {
   TempDir dir;
   train_model(dir.sub("model"), 2);
-  // A batch waits up to 1.5 s to fill: the requests are surely in flight when SIGTERM comes.
+  // A batch would wait 20 s to fill: the requests are in flight, queued, when SIGTERM comes,
+  // and shutting down runs them at once.
   ServeProcess serve(dir.sub("serve.log"),
                      {"--model_dir=" + dir.sub("model"), "--port=0", "--num_threads=1",
-                      "--max_batch_size=8", "--batch_timeout_micros=1500000"});
+                      "--max_batch_size=8", "--batch_timeout_micros=20000000"});
   const int port = serve.port();
   ASSERT_GT(port, 0) << read_text(dir.sub("serve.log"));
   constexpr int kRequests = 4;
@@ -167,8 +168,20 @@ TEST(ServeProgram, SigtermAnswersEveryRequestInFlightAndExitsZero) {
       statuses[i] = result ? result->status : -1;
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Wait until all of them are queued (/metrics says so).
+  httplib::Client watcher("127.0.0.1", port);
+  bool all_queued = false;
+  for (int i = 0; i < 1000 && !all_queued; ++i) {
+    httplib::Result metrics = watcher.Get("/metrics");
+    all_queued = metrics &&
+                 metrics->body.find("serve_queued_instances " + std::to_string(kRequests) + "\n") !=
+                     std::string::npos;
+    if (!all_queued) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(all_queued);
+  const auto signalled = std::chrono::steady_clock::now();
   EXPECT_EQ(serve.terminate_and_wait(), 0) << read_text(dir.sub("serve.log"));
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(15));
   for (std::thread& t : clients) t.join();
   for (int i = 0; i < kRequests; ++i) EXPECT_EQ(statuses[i], 200) << "request " << i;
   const std::string log = read_text(dir.sub("serve.log"));
