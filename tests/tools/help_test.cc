@@ -28,6 +28,7 @@ TEST(Help, EveryProgramSaysWhatItDoesGivesAnExampleAndListsOnlyItsFlags) {
       {"imagenet_to_tfrecord", "--raw_data_dir"},
       {"fashion_mnist_to_raw", "--output_dir"},
       {"export_model", "--format"},
+      {"serve", "--max_batch_size"},
   };
   for (const auto& p : programs) {
     const ToolOutput help = run_tool(p.program, "--help");
@@ -48,7 +49,7 @@ TEST(Help, EveryProgramSaysWhatItDoesGivesAnExampleAndListsOnlyItsFlags) {
 
 TEST(Help, AnUnknownFlagIsRefusedWithExitCode2) {
   for (const char* program :
-       {"make_fake_imagenet", "imagenet_to_tfrecord", "classify", "export_model"}) {
+       {"make_fake_imagenet", "imagenet_to_tfrecord", "classify", "export_model", "serve"}) {
     const ToolOutput bad = run_tool(program, "--no_such_flag=1");
     EXPECT_EQ(bad.exit_code, 2) << program << "\n" << bad.output;
     EXPECT_TRUE(bad.contains("no_such_flag")) << program << "\n" << bad.output;

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# serve under load: Inception v3 at 299x299 (a full-size checkpoint made in one cheap training
+# step on fake data; its weights do not matter for speed) answering wrk, which posts one real
+# JPEG per request in TF Serving's body. Measured in the same run:
+#   1. offline inference throughput, inception_bench --mode=infer at the same batch size
+#   2. serve's throughput at saturation (2 x batch connections) and its ratio to 1.
+#   3. p50 / p99 latency at about half that load (wrk 4 has no fixed request rate: fewer
+#      connections, batch / 2, give roughly half the load; the achieved rate is printed)
+#   4. single-request latency (one connection) against the classify program on one image
+#      (the whole classify process: it must load the checkpoint first, as any one-shot tool does)
+#
+#   bench/serve_bench.sh [build_dir] [batch] [threads] [seconds]
+# Heavy: run it on an otherwise idle machine (it prints `uptime` first).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+batch=${2:-8}
+threads=${3:-2}
+seconds=${4:-30}
+port=${PORT:-18599}
+uptime
+[[ ${SKIP_BUILD:-0} == 1 ]] ||
+  cmake --build "$build" --target serve inception_bench inception_v3 classify make_fake_imagenet >/dev/null
+command -v wrk >/dev/null || { echo "serve_bench: needs wrk (apt-get install wrk)"; exit 1; }
+bin="$build/bin"
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+  if [[ -n $server_pid ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "== a full-size Inception v3 checkpoint (one training step, batch 2, fake data)"
+"$bin/inception_v3" --mode=train --use_data=fake --use_tpu=False --iterations=1 --train_steps=1 \
+  --train_batch_size=2 --save_checkpoints_secs=0 --num_threads="$threads" \
+  --model_dir="$work/model" >"$work/train.log" 2>&1
+echo "== a real JPEG (make_fake_imagenet's, 500x375)"
+"$bin/make_fake_imagenet" --raw_layout --output_dir="$work/images" --num_train_images=1 \
+  --num_validation_images=1 --num_classes=1 --image_size=375 --image_width=500 >/dev/null
+jpeg=$(find "$work/images/validation" -name '*.JPEG' | head -1)
+ls -l "$jpeg"
+printf '{"instances": [{"b64": "%s"}]}' "$(base64 -w0 "$jpeg")" >"$work/body.json"
+export BODY="$work/body.json"
+
+echo "== 1. offline: inception_bench --mode=infer --batch=$batch --threads=$threads"
+offline=$(OMP_NUM_THREADS=$threads "$bin/inception_bench" --mode=infer --model=inception_v3 \
+  --batch="$batch" --size=299 --threads="$threads" --warmup=2 --steps=5 | tail -1)
+echo "$offline"
+offline_ips=$(grep -o 'images_per_sec=[0-9.]*' <<<"$offline" | cut -d= -f2)
+
+"$bin/serve" --model_dir="$work/model" --port="$port" --num_threads="$threads" \
+  --max_batch_size="$batch" --batch_timeout_micros="${BATCH_TIMEOUT_MICROS:-2000}" \
+  2>"$work/serve.log" &
+server_pid=$!
+for _ in $(seq 1 600); do
+  curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+cat "$work/serve.log"
+url="http://127.0.0.1:$port/v1/models/inception_v3:predict"
+curl -sf -X POST "$url" -d @"$work/body.json" >/dev/null  # warm-up
+run_wrk() {  # connections
+  wrk -t1 -c"$1" -d"${seconds}s" --timeout 60s -s bench/serve_post.lua "$url" | grep '^RESULT'
+}
+
+echo "== 2. saturation: $((2 * batch)) connections for ${seconds}s"
+saturated=$(run_wrk $((2 * batch)))
+echo "$saturated"
+rps=$(grep -o 'rps=[0-9.]*' <<<"$saturated" | cut -d= -f2)
+echo "serve / offline throughput: $(awk -v a="$rps" -v b="$offline_ips" 'BEGIN { printf "%.2f", a / b }')"
+
+half=$(( batch / 2 > 0 ? batch / 2 : 1 ))
+echo "== 3. about half load: $half connections for ${seconds}s"
+run_wrk "$half"
+
+echo "== 4. single request: 1 connection for ${seconds}s, and classify on the same JPEG"
+run_wrk 1
+curl -s "http://127.0.0.1:$port/metrics" | grep -E '^serve_(batch_size_(sum|count)|images_total)'
+start=$(date +%s.%N)
+OMP_NUM_THREADS=$threads "$bin/classify" --model_dir="$work/model" --num_threads="$threads" "$jpeg" >/dev/null
+end=$(date +%s.%N)
+echo "classify, one image, whole process (loads the checkpoint too): $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.0f ms", (b - a) * 1000 }')"

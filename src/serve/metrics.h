@@ -1,0 +1,47 @@
+// The server's counters in Prometheus' text exposition format (GET /metrics): requests by
+// status code, request latency, batch sizes and batch run time, images, the model version and
+// loads. Updated from every HTTP thread and the batcher; one mutex, held for a few additions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ic {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);
+  // "name_bucket{le=...} n" lines (cumulative), then _sum and _count.
+  void write(const std::string& name, std::string* out) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // one per bound, plus +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class ServerMetrics {
+ public:
+  explicit ServerMetrics(int64_t max_batch_size);
+  void record_request(const std::string& endpoint, int code, double seconds);
+  void record_batch(int64_t size, double seconds);
+  void record_load(bool ok, int64_t version);
+  std::string prometheus_text() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+  Histogram latency_;
+  Histogram batch_size_;
+  Histogram batch_seconds_;
+  uint64_t images_ = 0;
+  uint64_t loads_ok_ = 0, loads_failed_ = 0;
+  int64_t version_ = -1;
+};
+
+}  // namespace ic

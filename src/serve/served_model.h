@@ -1,0 +1,68 @@
+// One loaded checkpoint, ready to answer: its own backend, the parameters in the backend's eval
+// arenas, and one compiled inference graph per batch-size bucket (1, 2, 4, ..., max), so a batch
+// of any size up to the maximum runs on a graph compiled at load time with its memory planned:
+// nothing is allocated per request. A batch is padded up to its bucket.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/status.h"
+#include "graph/graph.h"
+#include "infer/trained_model.h"
+#include "train/model_state.h"
+#include "train/trainer.h"
+
+namespace ic {
+
+class ServedModel {
+ public:
+  // Loads `checkpoint` (empty: the newest of model_dir) with infer/trained_model.h and compiles
+  // the buckets. Errors name the checkpoint.
+  static Result<std::unique_ptr<ServedModel>> load(const BackendOptions& backend_options,
+                                                   const std::string& model_dir,
+                                                   const std::string& checkpoint,
+                                                   int64_t max_batch_size);
+  ~ServedModel();
+  // Only load() makes one (the key is private).
+  class Key {
+    friend class ServedModel;
+    Key() = default;
+  };
+  explicit ServedModel(Key) {}
+
+  const std::string& checkpoint() const { return checkpoint_; }
+  int64_t version() const { return version_; }  // the checkpoint's global step
+  const CheckpointMeta& meta() const { return meta_; }
+  int64_t image_floats() const { return int64_t{meta_.height} * meta_.width * 3; }
+  int64_t num_classes() const { return meta_.num_classes; }
+  int64_t max_batch_size() const { return buckets_.back().size; }
+  // The bucket sizes, smallest first.
+  std::vector<int64_t> bucket_sizes() const;
+
+  // Runs `count` (1..max_batch_size) images, preprocessed [count, H, W, 3] in `images`, and
+  // writes their logits [count, num_classes] to `logits`. One caller at a time.
+  void run(const float* const* images, int64_t count, float* logits);
+
+ private:
+  struct Bucket {
+    int64_t size = 0;
+    Graph graph;
+    std::unique_ptr<Evaluator> evaluator;
+    std::vector<float> input;  // [size, H, W, 3], padding rows stay zero
+  };
+  std::string checkpoint_;
+  int64_t version_ = 0;
+  CheckpointMeta meta_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<ModelState> state_;
+  std::vector<Bucket> buckets_;
+};
+
+// 1, 2, 4, ... up to and including max_batch_size (which need not be a power of two).
+std::vector<int64_t> batch_buckets(int64_t max_batch_size);
+
+}  // namespace ic

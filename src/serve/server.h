@@ -1,0 +1,69 @@
+// The REST prediction server: TensorFlow Serving's API over HTTP (cpp-httplib), dynamic
+// batching (serve/batcher.h), the newest checkpoint of a model_dir reloaded as new ones appear,
+// /healthz, /metrics and a small web page at /.
+//   GET  /v1/models/NAME[/versions/N]             model status (version = global step)
+//   GET  /v1/models/NAME[/versions/N]/metadata    signature_def
+//   POST /v1/models/NAME[/versions/N]:predict     {"instances": ...} or {"inputs": ...}
+//   POST /v1/models/NAME[/versions/N]:classify    top-k labels with scores
+// Errors are {"error": "..."}: 400 bad JSON / image / shape / dtype, 404 unknown model or path,
+// 413 body or image too large, 503 no model loaded yet, queue full, or timed out.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "core/status.h"
+#include "serve/served_model.h"
+
+namespace ic {
+
+struct ServerOptions {
+  std::string model_dir;
+  std::string model_name;  // empty: the checkpoint's model (e.g. "inception_v3")
+  std::string host = "127.0.0.1";
+  int port = 8501;  // 0: any free port (see Server::port())
+  BackendOptions backend;
+  int64_t max_batch_size = 32;
+  std::chrono::microseconds batch_timeout{2000};
+  int64_t max_queue = 1024;              // instances waiting for the model
+  size_t max_body_bytes = 64 << 20;      // larger bodies get 413
+  int64_t max_image_pixels = 100000000;  // larger images get 413, refused before decoding
+  std::chrono::milliseconds request_timeout{30000};
+  int http_threads = 32;  // connections served at once; they also decode and preprocess
+  std::chrono::milliseconds poll_interval{1000};  // model_dir checks for a newer checkpoint
+  std::map<int64_t, std::string> label_names;     // for :classify and the web page
+  std::function<void(const std::string&)> log;    // start-up, load and reload lines
+};
+
+class Server {
+ public:
+  // Checks the options, binds the port and loads the newest checkpoint (when there is none
+  // yet, the server starts anyway and answers 503 until the watcher finds one).
+  static Result<std::unique_ptr<Server>> create(const ServerOptions& options);
+  ~Server();
+
+  int port() const;
+  // Answers requests until shutdown(); returns once every request in flight has been answered.
+  void run();
+  // Stops accepting connections; callable from any thread (run() then drains and returns).
+  void shutdown();
+
+  // The model answering new requests now (null before the first load).
+  std::shared_ptr<ServedModel> current_model() const;
+
+  // Whether run() is accepting connections (tests wait for it).
+  bool is_running() const;
+
+  struct State;  // defined in server.cc; create() makes the only ones
+  explicit Server(std::unique_ptr<State> state);
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ic

@@ -1,0 +1,114 @@
+// The serve tests' common parts: a tiny trained model_dir (the real trainer, as tests/tools
+// does), the real server started in this process on a free loopback port, images, requests.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/image_codec.h"
+#include "serve/base64.h"
+#include "serve/server.h"
+#include "tools/tool_runner.h"
+
+namespace ic::testing {
+
+using nlohmann::json;
+
+// A model_dir with a tiny Inception v3 (75x75, 11 classes) trained to `steps`.
+inline void train_model(const std::string& model_dir, int steps) {
+  const ToolOutput trained = train_tiny_model(model_dir, steps);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+}
+
+// A JPEG (or PNG) whose pixels depend on `seed`, so different seeds predict differently.
+inline std::string test_image(int seed, int height = 90, int width = 120, bool png = false) {
+  RgbImage image;
+  image.height = height;
+  image.width = width;
+  image.pixels.resize(static_cast<size_t>(height) * width * 3);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        image.pixels[(static_cast<size_t>(y) * width + x) * 3 + c] =
+            static_cast<uint8_t>((x * (c + 1) * (seed + 3) + y * (seed * 7 + c + 1)) % 256);
+      }
+    }
+  }
+  return png ? encode_png(image).value() : encode_jpeg(image, 90).value();
+}
+
+inline json b64_instance(const std::string& bytes) { return {{"b64", base64_encode(bytes)}}; }
+
+// The real server, in this process, on 127.0.0.1 and a free port.
+class RunningServer {
+ public:
+  explicit RunningServer(ServerOptions options) {
+    options.host = "127.0.0.1";
+    options.port = 0;
+    options.backend.num_threads = 1;
+    Result<std::unique_ptr<Server>> created = Server::create(options);
+    if (!created.ok()) {
+      ADD_FAILURE() << created.status().message();
+      return;
+    }
+    server_ = std::move(*created);
+    thread_ = std::thread([this] { server_->run(); });
+    for (int i = 0; i < 500 && !server_->is_running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ~RunningServer() { stop(); }
+  void stop() {
+    if (!server_) return;
+    server_->shutdown();
+    if (thread_.joinable()) thread_.join();
+    server_.reset();
+  }
+  int port() const { return server_ ? server_->port() : 0; }
+  Server& server() { return *server_; }
+  httplib::Client client() const {
+    httplib::Client client("127.0.0.1", port());
+    client.set_read_timeout(60, 0);
+    return client;
+  }
+
+ private:
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+};
+
+struct Reply {
+  int status = -1;  // -1: no answer at all (connection failed)
+  json body;
+};
+
+inline Reply to_reply(const httplib::Result& result) {
+  Reply reply;
+  if (!result) return reply;
+  reply.status = result->status;
+  reply.body = json::parse(result->body, nullptr, false);
+  return reply;
+}
+
+inline Reply post(const RunningServer& server, const std::string& path, const std::string& body) {
+  return to_reply(server.client().Post(path.c_str(), body, "application/json"));
+}
+
+inline Reply get(const RunningServer& server, const std::string& path) {
+  return to_reply(server.client().Get(path.c_str()));
+}
+
+// The error message of an error reply ("" when there is none).
+inline std::string error_of(const Reply& reply) {
+  if (!reply.body.is_object() || !reply.body.contains("error")) return "";
+  return reply.body["error"].get<std::string>();
+}
+
+}  // namespace ic::testing
