@@ -12,6 +12,7 @@
 //   fuzz_idx               IDX image and label files, plain and gzipped
 //   fuzz_synset_labels     labels files for the harness's three validation images
 //   fuzz_input_position    positions of a two-file stream (fresh, mid-file, buffered)
+//   fuzz_predict_request   predict bodies (row, columnar, named, float), a classify body
 #include <zlib.h>
 
 #include <cstdio>
@@ -31,6 +32,7 @@
 #include "io/safetensors.h"
 #include "io/tensor_bundle.h"
 #include "io/tfrecord.h"
+#include "serve/base64.h"
 
 namespace {
 
@@ -248,11 +250,32 @@ ic::Status input_position_seeds(const fs::path& dir) {
   return write_bytes(dir / "buffered", ic::format_input_position(p));
 }
 
+// serve's request bodies: row and columnar predict, named inputs, classify with top_k, a float
+// instance of the harness's 8x8 input.
+ic::Status predict_request_seeds(const fs::path& dir, const std::string& jpeg,
+                                 const std::string& png) {
+  const std::string b64_jpeg = ic::base64_encode(jpeg), b64_png = ic::base64_encode(png);
+  std::string pixels = "[";
+  for (int y = 0; y < 8; ++y) {
+    pixels += y ? ",[" : "[";
+    for (int x = 0; x < 8; ++x) pixels += std::string(x ? "," : "") + "[0.5,-0.25,1]";
+    pixels += "]";
+  }
+  pixels += "]";
+  IC_RETURN_IF_ERROR(
+      write_bytes(dir / "row", "{\"instances\": [{\"b64\": \"" + b64_jpeg + "\"}]}"));
+  IC_RETURN_IF_ERROR(write_bytes(dir / "columnar",
+                                 "{\"inputs\": {\"images\": [{\"b64\": \"" + b64_png + "\"}]}}"));
+  IC_RETURN_IF_ERROR(write_bytes(dir / "classify", "{\"examples\": [{\"images\": {\"b64\": \"" +
+                                                       b64_png + "\"}}], \"top_k\": 3}"));
+  return write_bytes(dir / "floats", "{\"instances\": [" + pixels + "]}");
+}
+
 ic::Status make_seeds(const fs::path& out) {
   for (const char* harness :
        {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess", "fuzz_safetensors",
         "fuzz_tensor_bundle", "fuzz_json", "fuzz_npy", "fuzz_event", "fuzz_checkpoint_state",
-        "fuzz_idx", "fuzz_synset_labels", "fuzz_input_position"}) {
+        "fuzz_idx", "fuzz_synset_labels", "fuzz_input_position", "fuzz_predict_request"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -278,6 +301,7 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(checkpoint_state_seeds(out / "fuzz_checkpoint_state"));
   IC_RETURN_IF_ERROR(idx_seeds(out / "fuzz_idx"));
   IC_RETURN_IF_ERROR(input_position_seeds(out / "fuzz_input_position"));
+  IC_RETURN_IF_ERROR(predict_request_seeds(out / "fuzz_predict_request", jpeg, png));
   return synset_label_seeds(out / "fuzz_synset_labels");
 }
 

@@ -125,6 +125,12 @@ HttpStatus fill_floats(const json& value, size_t index, const InstanceOptions& o
           return bad_request(at_index{index}, ": value at [", y, "][", x, "][", c,
                              "] is not a finite float32");
         }
+        // Pixels in 0..255 or 0..1 would not fail anywhere else: they would only predict wrong.
+        if (std::fabs(d) > 1.0 + 1e-6) {
+          return bad_request(at_index{index}, ": value ", d, " at [", y, "][", x, "][", c,
+                             "] is outside [-1, 1], the preprocessed range (send an encoded "
+                             "image as {\"b64\": ...} to have it preprocessed here)");
+        }
         *out++ = static_cast<float>(d);
       }
     }
@@ -137,7 +143,8 @@ HttpStatus fill_floats(const json& value, size_t index, const InstanceOptions& o
 HttpStatus parse_predict_body(std::string_view text, bool classify, PredictRequest* out) {
   try {
     out->body = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double ("1e500").
     return bad_request("the body is not valid JSON: ", e.what());
   }
   const json& body = out->body;

@@ -167,6 +167,12 @@ TEST_F(ServeApi, ErrorsAreJsonWithTheirStatusCodes) {
     for (int x = 0; x < 75; ++x) row.push_back({"a", "b", "c"});
     strings.push_back(row);
   }
+  json pixels_0_255 = json::array();  // the raw pixel range instead of the preprocessed one
+  for (int y = 0; y < 75; ++y) {
+    json row = json::array();
+    for (int x = 0; x < 75; ++x) row.push_back({255.0, 128.0, 0.0});
+    pixels_0_255.push_back(row);
+  }
   std::string bomb = test_image(4, 8, 8, true);  // a PNG whose IHDR claims 100000 x 100000
   for (int at : {16, 20}) {
     bomb[at] = 0, bomb[at + 1] = 1, bomb[at + 2] = static_cast<char>(0x86),
@@ -179,6 +185,8 @@ TEST_F(ServeApi, ErrorsAreJsonWithTheirStatusCodes) {
       {"wrong shape", predict, json{{"instances", {wrong_shape}}}.dump(), 400, "[75][75][3]"},
       {"wrong dtype", predict, json{{"instances", {strings}}}.dump(), 400, "wrong dtype"},
       {"scalar instance", predict, "{\"instances\": [true]}", 400, "wrong dtype"},
+      {"pixels not preprocessed", predict, json{{"instances", {pixels_0_255}}}.dump(), 400,
+       "outside [-1, 1]"},
       {"bad base64", predict, "{\"instances\": [{\"b64\": \"@@@@\"}]}", 400, "base64"},
       {"not an image", predict,
        json{{"instances", {b64_instance("plain text, not pixels")}}}.dump(), 400, "JPEG or PNG"},
