@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/file_system.h"
+
 namespace ic {
 namespace {
 
@@ -35,9 +37,9 @@ Result<std::string> dict_value(const std::string& header, const std::string& key
 }  // namespace
 
 Result<NpyArray> read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error("cannot open ", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Result<std::string> read = read_file_to_string(path, uint64_t{16} << 30);
+  if (!read.ok()) return read.status().with_context("cannot read .npy");
+  const std::string& bytes = *read;
   if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0) {
     return error(path, ": not a .npy file (bad magic)");
   }
