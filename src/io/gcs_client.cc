@@ -94,6 +94,7 @@ Result<HttpResponse> GcsClient::send(HttpRequest request, const std::string& wha
   if (!auth.ok())
     return auth.status().with_context(what + ": credentials (" + tokens_->describe() + ")");
   if (*auth) request.headers.push_back(**auth);
+  request.timeout = std::min(request.timeout, policy_.request_timeout);
   return http_send_with_retries([&] { return request; }, what, policy_);
 }
 

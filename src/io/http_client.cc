@@ -164,6 +164,9 @@ RetryPolicy storage_retry_policy() {
   if (const char* v = std::getenv("IC_STORAGE_RETRY_DELAY_MS"); v != nullptr && std::atoi(v) >= 0) {
     policy.initial_delay = std::chrono::milliseconds(std::atoi(v));
   }
+  if (const char* v = std::getenv("IC_STORAGE_TIMEOUT_S"); v != nullptr && std::atoi(v) > 0) {
+    policy.request_timeout = std::chrono::seconds(std::atoi(v));
+  }
   return policy;
 }
 

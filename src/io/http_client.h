@@ -19,7 +19,7 @@ struct HttpRequest {
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   std::string_view body;             // must outlive the call
-  std::chrono::seconds timeout{120};
+  std::chrono::seconds timeout{300};
   // When set, the response body is written here (a caller's buffer) instead of into
   // HttpResponse::body; more than `sink_capacity` bytes is an error.
   char* sink = nullptr;
@@ -43,12 +43,15 @@ struct RetryPolicy {
   int max_attempts = 6;
   std::chrono::milliseconds initial_delay{200};
   std::chrono::milliseconds max_delay{10000};
+  // A request taking longer is abandoned (and retried): a stalled connection never hangs us.
+  std::chrono::seconds request_timeout{300};
   std::chrono::milliseconds delay_before_retry(int retry, uint64_t random_bits) const;
   // 408, 429 and 5xx are worth another try; other statuses are answers.
   static bool retryable_status(long status);
 };
-// The policy from the environment: IC_STORAGE_RETRIES (attempts) and IC_STORAGE_RETRY_DELAY_MS
-// (initial delay) override the defaults, so tests can make failures outlast the retries fast.
+// The policy from the environment: IC_STORAGE_RETRIES (attempts), IC_STORAGE_RETRY_DELAY_MS
+// (initial delay) and IC_STORAGE_TIMEOUT_S (per request) override the defaults, so tests can
+// make failures outlast the retries, and stalls time out, fast.
 RetryPolicy storage_retry_policy();
 
 // Sends `make()`'s request until it gets a non-retryable answer or the attempts are used up;

@@ -1,0 +1,289 @@
+// The Cloud Storage client's pieces that need no bucket: URL and percent-encoding, gs:// name
+// parsing, JWT assembly (signed with a key made here and verified with its public half), the
+// retry policy, and retries against a real HTTP server on loopback that fails on purpose.
+#include "io/gcs_client.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "io/gcs_auth.h"
+#include "io/http_client.h"
+
+namespace ic {
+namespace {
+
+std::string base64url_decode(const std::string& text) {
+  std::string out;
+  uint32_t bits = 0;
+  int count = 0;
+  for (const char c : text) {
+    int v = -1;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    if (c >= '0' && c <= '9') v = c - '0' + 52;
+    if (c == '-') v = 62;
+    if (c == '_') v = 63;
+    if (v < 0) return "<bad base64url>";
+    bits = (bits << 6) | static_cast<uint32_t>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out += static_cast<char>((bits >> count) & 0xff);
+    }
+  }
+  return out;
+}
+
+TEST(GcsClientTest, PercentEncodingKeepsOnlyUnreservedCharacters) {
+  EXPECT_EQ(percent_encode("model/model.ckpt-5.index"), "model%2Fmodel.ckpt-5.index");
+  EXPECT_EQ(percent_encode("a b+c~d_e"), "a%20b%2Bc~d_e");
+  EXPECT_EQ(percent_encode("\xc3\xa9?&="), "%C3%A9%3F%26%3D");
+  EXPECT_EQ(percent_encode(""), "");
+}
+
+TEST(GcsClientTest, Base64UrlHasNoPaddingAndRoundTrips) {
+  EXPECT_EQ(base64url(""), "");
+  EXPECT_EQ(base64url("f"), "Zg");
+  EXPECT_EQ(base64url("fo"), "Zm8");
+  EXPECT_EQ(base64url("foo"), "Zm9v");
+  EXPECT_EQ(base64url("\xfb\xff"), "-_8");
+  const std::string all = [] {
+    std::string s;
+    for (int i = 0; i < 256; ++i) s += static_cast<char>(i);
+    return s;
+  }();
+  EXPECT_EQ(base64url_decode(base64url(all)), all);
+}
+
+TEST(GcsClientTest, UrlsEncodeObjectNames) {
+  GcsClient client("http://127.0.0.1:9", nullptr, RetryPolicy());
+  const GcsObjectName name{"bkt", "dir/a b.txt"};
+  EXPECT_EQ(name.url(), "gs://bkt/dir/a b.txt");
+  EXPECT_EQ(client.object_url(name), "http://127.0.0.1:9/storage/v1/b/bkt/o/dir%2Fa%20b.txt");
+  EXPECT_EQ(client.media_upload_url(name, "media"),
+            "http://127.0.0.1:9/upload/storage/v1/b/bkt/o?uploadType=media&name=dir%2Fa%20b.txt");
+  EXPECT_EQ(client.list_url("bkt", "dir/", "/", "tok=1", 0),
+            "http://127.0.0.1:9/storage/v1/b/bkt/o?prefix=dir%2F&delimiter=%2F&pageToken=tok%3D1");
+  EXPECT_EQ(client.list_url("bkt", "", "", "", 1),
+            "http://127.0.0.1:9/storage/v1/b/bkt/o?prefix=&maxResults=1");
+}
+
+TEST(GcsClientTest, ParsesGsUrls) {
+  const Result<GcsObjectName> name = parse_gcs_url("gs://my-bucket/a/b/c");
+  ASSERT_TRUE(name.ok());
+  EXPECT_EQ(name->bucket, "my-bucket");
+  EXPECT_EQ(name->object, "a/b/c");
+  EXPECT_EQ(parse_gcs_url("gs://b")->object, "");
+  EXPECT_FALSE(parse_gcs_url("gs:///x").ok());
+  EXPECT_FALSE(parse_gcs_url("gs://bad bucket/x").ok());
+  EXPECT_FALSE(parse_gcs_url("s3://b/x").ok());
+}
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+
+TEST(GcsAuthTest, JwtIsSignedWithTheServiceAccountKey) {
+  std::unique_ptr<EVP_PKEY, PkeyFree> key(EVP_RSA_gen(2048));
+  ASSERT_TRUE(key);
+  std::unique_ptr<BIO, BioFree> bio(BIO_new(BIO_s_mem()));
+  ASSERT_EQ(PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr),
+            1);
+  char* pem_data = nullptr;
+  const long pem_size = BIO_get_mem_data(bio.get(), &pem_data);
+  const std::string pem(pem_data, static_cast<size_t>(pem_size));
+
+  const std::string json = nlohmann::json{{"type", "service_account"},
+                                          {"client_email", "trainer@project.iam.example"},
+                                          {"private_key", pem},
+                                          {"token_uri", "http://127.0.0.1:1/token"}}
+                               .dump();
+  const Result<ServiceAccountKey> parsed = parse_service_account_key(json, "key.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->token_uri, "http://127.0.0.1:1/token");
+
+  const Result<std::string> jwt = make_jwt_assertion(*parsed, "scope-x", 1700000000);
+  ASSERT_TRUE(jwt.ok()) << jwt.status().message();
+  const size_t dot1 = jwt->find('.');
+  const size_t dot2 = jwt->find('.', dot1 + 1);
+  ASSERT_NE(dot2, std::string::npos);
+  const nlohmann::json header = nlohmann::json::parse(base64url_decode(jwt->substr(0, dot1)));
+  EXPECT_EQ(header["alg"], "RS256");
+  EXPECT_EQ(header["typ"], "JWT");
+  const nlohmann::json claims =
+      nlohmann::json::parse(base64url_decode(jwt->substr(dot1 + 1, dot2 - dot1 - 1)));
+  EXPECT_EQ(claims["iss"], "trainer@project.iam.example");
+  EXPECT_EQ(claims["scope"], "scope-x");
+  EXPECT_EQ(claims["aud"], "http://127.0.0.1:1/token");
+  EXPECT_EQ(claims["iat"], 1700000000);
+  EXPECT_EQ(claims["exp"], 1700003600);
+
+  // The signature verifies with the public key over "header.claims", and not over other bytes.
+  const std::string signing_input = jwt->substr(0, dot2);
+  const std::string signature = base64url_decode(jwt->substr(dot2 + 1));
+  auto verify = [&](const std::string& data) {
+    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get());
+    return EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
+                            signature.size(), reinterpret_cast<const unsigned char*>(data.data()),
+                            data.size());
+  };
+  EXPECT_EQ(verify(signing_input), 1);
+  EXPECT_NE(verify(signing_input + "x"), 1);
+}
+
+TEST(GcsAuthTest, BadKeysAreErrorsThatNeverQuoteTheKey) {
+  const std::string secret = "-----BEGIN PRIVATE KEY-----\nnot-really-a-key\n";
+  const std::string json = nlohmann::json{
+      {"type", "service_account"},
+      {"client_email", "a@b"},
+      {"private_key", secret}}.dump();
+  const Result<ServiceAccountKey> key = parse_service_account_key(json, "key.json");
+  ASSERT_TRUE(key.ok());
+  const Result<std::string> jwt = make_jwt_assertion(*key, "s", 0);
+  ASSERT_FALSE(jwt.ok());
+  EXPECT_EQ(jwt.status().message().find("not-really-a-key"), std::string::npos);
+  EXPECT_FALSE(parse_service_account_key("{\"type\": \"authorized_user\"}", "k.json").ok());
+  EXPECT_FALSE(parse_service_account_key("not json", "k.json").ok());
+}
+
+TEST(RetryPolicyTest, BackoffGrowsIsBoundedAndJittered) {
+  RetryPolicy p;
+  p.initial_delay = std::chrono::milliseconds(100);
+  p.max_delay = std::chrono::milliseconds(1000);
+  const uint64_t max_bits = ~uint64_t{0};
+  for (int retry = 1; retry <= 10; ++retry) {
+    const int64_t cap = std::min<int64_t>(1000, int64_t{100} << (retry - 1));
+    for (uint64_t bits : {uint64_t{0}, uint64_t{12345}, max_bits}) {
+      const auto d = p.delay_before_retry(retry, bits).count();
+      EXPECT_GE(d, 0);
+      EXPECT_LE(d, cap) << "retry " << retry;
+    }
+  }
+  // Jitter: different random bits give different delays.
+  EXPECT_NE(p.delay_before_retry(3, 1).count(), p.delay_before_retry(3, 250).count());
+  EXPECT_TRUE(RetryPolicy::retryable_status(503));
+  EXPECT_TRUE(RetryPolicy::retryable_status(429));
+  EXPECT_TRUE(RetryPolicy::retryable_status(500));
+  EXPECT_TRUE(RetryPolicy::retryable_status(408));
+  EXPECT_FALSE(RetryPolicy::retryable_status(404));
+  EXPECT_FALSE(RetryPolicy::retryable_status(403));
+  EXPECT_FALSE(RetryPolicy::retryable_status(200));
+}
+
+// A loopback HTTP server that answers the first `failures` requests with 503 (or by closing
+// the connection unanswered) and the rest with 200 "ok".
+class FlakyServer {
+ public:
+  FlakyServer(int failures, bool reset_instead) : failures_(failures), reset_(reset_instead) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    ::listen(fd_, 16);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FlakyServer() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/o"; }
+  int requests() const { return requests_; }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::read(c, buf, sizeof(buf));
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+      }
+      const int index = requests_++;
+      if (index < failures_ && reset_) {
+        ::close(c);
+        continue;
+      }
+      const std::string reply =
+          index < failures_
+              ? "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+              : "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+      (void)!::write(c, reply.data(), reply.size());
+      ::close(c);
+    }
+  }
+  int fd_ = -1;
+  int port_ = 0;
+  int failures_;
+  bool reset_;
+  std::atomic<int> requests_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+RetryPolicy fast_policy(int attempts) {
+  RetryPolicy p;
+  p.max_attempts = attempts;
+  p.initial_delay = std::chrono::milliseconds(1);
+  p.max_delay = std::chrono::milliseconds(5);
+  return p;
+}
+
+TEST(HttpRetryTest, RetriesRecoverFrom503sAndDroppedConnections) {
+  for (const bool reset : {false, true}) {
+    FlakyServer server(2, reset);
+    HttpRequest request;
+    request.url = server.url();
+    const Result<HttpResponse> response =
+        http_send_with_retries([&] { return request; }, "gs://bkt/object", fast_policy(4));
+    ASSERT_TRUE(response.ok()) << response.status().message();
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->body, "ok");
+    EXPECT_EQ(server.requests(), 3);
+  }
+}
+
+TEST(HttpRetryTest, AFailureThatOutlastsTheRetriesNamesTheObject) {
+  FlakyServer server(100, true);
+  HttpRequest request;
+  request.url = server.url();
+  const Result<HttpResponse> response =
+      http_send_with_retries([&] { return request; }, "gs://bkt/model/checkpoint", fast_policy(3));
+  ASSERT_FALSE(response.ok());
+  EXPECT_NE(response.status().message().find("gs://bkt/model/checkpoint"), std::string::npos)
+      << response.status().message();
+  EXPECT_EQ(server.requests(), 3);
+  // A 503 on every attempt comes back as the last answer, for the caller to describe.
+  FlakyServer unavailable(100, false);
+  request.url = unavailable.url();
+  const Result<HttpResponse> last =
+      http_send_with_retries([&] { return request; }, "gs://bkt/x", fast_policy(2));
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->status, 503);
+  EXPECT_EQ(unavailable.requests(), 2);
+}
+
+}  // namespace
+}  // namespace ic
