@@ -84,7 +84,10 @@ Result<std::vector<std::string>> list_input_files(const std::string& data_dir, b
   for (const DirEntry& entry : *entries) {
     if (entry.name.rfind(prefix, 0) != 0) continue;
     const std::string path = join_path(data_dir, entry.name);
-    if (entry.is_directory) {
+    if (!entry.problem.empty()) {
+      return error(path, ": cannot read this input file: ", entry.problem);
+    }
+    if (!entry.is_regular_file) {
       return error(path,
                    ": is not a regular file (a directory?); input files must be TFRecord files");
     }

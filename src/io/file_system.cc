@@ -135,7 +135,9 @@ Result<std::vector<std::string>> list_files(const std::string& dir,
   IC_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs->list(dir));
   std::vector<std::string> out;
   for (const DirEntry& e : entries) {
-    if (!e.is_directory && e.name.rfind(name_prefix, 0) == 0) out.push_back(join_path(dir, e.name));
+    if (!e.is_directory && e.name.rfind(name_prefix, 0) == 0) {
+      out.push_back(join_path(dir, e.name));
+    }
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -47,6 +47,8 @@ class WritableFile {
 struct DirEntry {
   std::string name;  // the last path component, without a trailing '/'
   bool is_directory = false;
+  bool is_regular_file = true;  // false for directories, devices, sockets...
+  std::string problem;          // why the entry cannot be examined (a symlink loop); "" if fine
 };
 
 class FileSystem {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
 
 namespace ic {
 namespace {
@@ -65,7 +67,14 @@ std::string describe_http_error(const HttpResponse& response) {
 }
 
 GcsClient::GcsClient(std::string endpoint, std::unique_ptr<TokenSource> tokens, RetryPolicy policy)
-    : endpoint_(std::move(endpoint)), tokens_(std::move(tokens)), policy_(policy) {}
+    : endpoint_(std::move(endpoint)), tokens_(std::move(tokens)), policy_(policy) {
+  // IC_STORAGE_UPLOAD_CHUNK_BYTES: a smaller threshold and chunk (whole 256 KiB units), so
+  // that tests exercise resumable uploads with small objects.
+  if (const char* v = std::getenv("IC_STORAGE_UPLOAD_CHUNK_BYTES"); v != nullptr) {
+    const uint64_t units = std::strtoull(v, nullptr, 10) / kChunkUnit;
+    if (units > 0) resumable_threshold_ = chunk_bytes_ = units * kChunkUnit;
+  }
+}
 
 std::string GcsClient::object_url(const GcsObjectName& name) const {
   return endpoint_ + "/storage/v1/b/" + percent_encode(name.bucket) + "/o/" +
@@ -89,12 +98,18 @@ std::string GcsClient::list_url(const std::string& bucket, const std::string& pr
   return url;
 }
 
-Result<HttpResponse> GcsClient::send(HttpRequest request, const std::string& what) {
+Status GcsClient::authorize(HttpRequest* request, const std::string& what) {
   Result<std::optional<std::string>> auth = tokens_->authorization_header();
-  if (!auth.ok())
+  if (!auth.ok()) {
     return auth.status().with_context(what + ": credentials (" + tokens_->describe() + ")");
-  if (*auth) request.headers.push_back(**auth);
-  request.timeout = std::min(request.timeout, policy_.request_timeout);
+  }
+  if (*auth) request->headers.push_back(**auth);
+  request->timeout = std::min(request->timeout, policy_.request_timeout);
+  return Status();
+}
+
+Result<HttpResponse> GcsClient::send(HttpRequest request, const std::string& what) {
+  IC_RETURN_IF_ERROR(authorize(&request, what));
   return http_send_with_retries([&] { return request; }, what, policy_);
 }
 
@@ -149,7 +164,7 @@ Status GcsClient::read(const GcsObjectName& name, const std::string& generation,
 Status GcsClient::upload(const GcsObjectName& name, const std::vector<std::string_view>& pieces) {
   uint64_t total = 0;
   for (const std::string_view p : pieces) total += p.size();
-  if (total > kResumableThreshold) return resumable_upload(name, pieces, total);
+  if (total > resumable_threshold_) return resumable_upload(name, pieces, total);
   const std::string body = gather(pieces, 0, total);
   HttpRequest request;
   request.method = "POST";
@@ -162,6 +177,22 @@ Status GcsClient::upload(const GcsObjectName& name, const std::vector<std::strin
   }
   return Status();
 }
+
+namespace {
+
+// How many bytes a resumable session holds, from a 308's "Range: bytes=0-N" (none: 0). A
+// real server keeps whole 256 KiB units of the chunks we send; "bytes=0-0" is how some
+// emulators say "nothing yet", so one byte counts as none.
+uint64_t persisted_bytes(const HttpResponse& response) {
+  const auto range = response.headers.find("range");
+  if (range == response.headers.end()) return 0;
+  const size_t dash = range->second.find('-');
+  if (dash == std::string::npos) return 0;
+  const uint64_t bytes = std::strtoull(range->second.c_str() + dash + 1, nullptr, 10) + 1;
+  return bytes == 1 ? 0 : bytes;
+}
+
+}  // namespace
 
 Status GcsClient::resumable_upload(const GcsObjectName& name,
                                    const std::vector<std::string_view>& pieces, uint64_t total) {
@@ -181,8 +212,10 @@ Status GcsClient::resumable_upload(const GcsObjectName& name,
   }
   const std::string session = location->second;
   uint64_t sent = 0;
-  while (sent < total) {
-    const uint64_t end = std::min<uint64_t>(total, sent + kChunkBytes);
+  int failures = 0;
+  std::mt19937_64 rng(std::random_device{}());
+  while (true) {
+    const uint64_t end = std::min<uint64_t>(total, sent + chunk_bytes_);
     const std::string chunk = gather(pieces, sent, end);
     HttpRequest put;
     put.method = "PUT";
@@ -191,28 +224,39 @@ Status GcsClient::resumable_upload(const GcsObjectName& name,
                    "/" + std::to_string(total)};
     put.body = chunk;
     const std::string what = name.url() + " (upload of bytes [" + std::to_string(sent) + ", " +
-                             std::to_string(end) + "))";
-    IC_ASSIGN_OR_RETURN(const HttpResponse response, send(put, what));
-    if (ok_status(response.status)) return Status();  // the last chunk: the object exists
-    if (response.status != 308) {
-      return error(what, ": failed: ", describe_http_error(response));
+                             std::to_string(end) + ") of " + std::to_string(total) + ")";
+    // One attempt: after a failure the session says what it kept, and we go on from there
+    // (resending bytes it already has would be refused).
+    IC_RETURN_IF_ERROR(authorize(&put, what));
+    const Result<HttpResponse> response = http_send(put, what);
+    if (response.ok() && ok_status(response->status)) return Status();  // the object exists
+    if (response.ok() && response->status == 308) {
+      const uint64_t persisted = persisted_bytes(*response);
+      if (persisted <= sent) return error(what, ": the server kept no bytes of the chunk");
+      sent = persisted;
+      failures = 0;
+      continue;
     }
-    // 308: the server says how much it has ("Range: bytes=0-N"); go on from there.
-    uint64_t persisted = end;
-    if (const auto range = response.headers.find("range"); range != response.headers.end()) {
-      const size_t dash = range->second.find('-');
-      if (dash != std::string::npos) {
-        persisted = std::strtoull(range->second.c_str() + dash + 1, nullptr, 10) + 1;
-      }
-    } else {
-      persisted = 0;  // nothing persisted yet
+    if (response.ok() && !RetryPolicy::retryable_status(response->status)) {
+      return error(what, ": failed: ", describe_http_error(*response));
     }
-    if (persisted <= sent && sent > 0) {
-      return error(what, ": the server kept no bytes of the chunk");
+    const std::string why =
+        response.ok() ? describe_http_error(*response) : response.status().message();
+    if (++failures >= policy_.max_attempts) return error(what, ": failed: ", why);
+    log_retry(failures, policy_.max_attempts, why);
+    std::this_thread::sleep_for(policy_.delay_before_retry(failures, rng()));
+    HttpRequest query;
+    query.method = "PUT";
+    query.url = session;
+    query.headers = {"Content-Range: bytes */" + std::to_string(total)};
+    IC_ASSIGN_OR_RETURN(const HttpResponse status, send(query, name.url()));
+    if (ok_status(status.status)) return Status();
+    if (status.status != 308) {
+      return error(name.url(),
+                   ": the resumable upload session is gone: ", describe_http_error(status));
     }
-    sent = persisted;
+    sent = persisted_bytes(status);
   }
-  return error(name.url(), ": the resumable upload ended without the object being created");
 }
 
 Result<GcsListing> GcsClient::list(const std::string& bucket, const std::string& prefix,

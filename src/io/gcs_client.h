@@ -49,8 +49,9 @@ class GcsClient {
   // Exactly `n` bytes at `offset` of the object's `generation` (empty: the live one).
   Status read(const GcsObjectName& name, const std::string& generation, uint64_t offset, size_t n,
               char* out);
-  // Replaces the object with the concatenation of `pieces`: one simple upload up to
-  // kResumableThreshold bytes, a resumable upload in kChunkBytes chunks above.
+  // Replaces the object with the concatenation of `pieces`: one simple upload up to 8 MiB, a
+  // resumable upload in 16 MiB chunks above (after a failed chunk it asks the session how
+  // much it kept and goes on from there).
   Status upload(const GcsObjectName& name, const std::vector<std::string_view>& pieces);
   // Objects whose names start with `prefix`; with a delimiter, names past it roll up into
   // prefixes. max_results > 0 stops after the first page of that size.
@@ -61,8 +62,8 @@ class GcsClient {
   // Server-side copy (rewrite, repeated until done).
   Status copy(const GcsObjectName& from, const GcsObjectName& to);
 
-  static constexpr size_t kResumableThreshold = size_t{8} << 20;
-  static constexpr size_t kChunkBytes = size_t{16} << 20;  // a multiple of 256 KiB
+  // Resumable chunks are whole multiples of this (the JSON API's rule).
+  static constexpr uint64_t kChunkUnit = uint64_t{256} << 10;
 
   // URLs, exposed for tests.
   std::string object_url(const GcsObjectName& name) const;
@@ -72,7 +73,9 @@ class GcsClient {
                        int max_results) const;
 
  private:
-  // The request with the current authorization header added, retried per the policy.
+  // Adds the current authorization header and the policy's timeout.
+  Status authorize(HttpRequest* request, const std::string& what);
+  // The request authorized and retried per the policy.
   Result<HttpResponse> send(HttpRequest request, const std::string& what);
   Status resumable_upload(const GcsObjectName& name, const std::vector<std::string_view>& pieces,
                           uint64_t total);
@@ -80,6 +83,8 @@ class GcsClient {
   std::string endpoint_;
   std::unique_ptr<TokenSource> tokens_;
   RetryPolicy policy_;
+  uint64_t resumable_threshold_ = uint64_t{8} << 20;
+  uint64_t chunk_bytes_ = uint64_t{16} << 20;
 };
 
 // "HTTP 404: No such object" from an error response, for messages.

@@ -122,12 +122,13 @@ class GcsFileSystem final : public FileSystem {
     IC_ASSIGN_OR_RETURN(const GcsListing listing, client_->list(name.bucket, prefix, "/"));
     std::vector<DirEntry> out;
     for (const std::string& object : listing.objects) {
-      if (object.size() > prefix.size()) out.push_back({object.substr(prefix.size()), false});
+      if (object.size() > prefix.size())
+        out.push_back({object.substr(prefix.size()), false, true, ""});
     }
     for (std::string p : listing.prefixes) {
       if (p.size() <= prefix.size()) continue;
       if (p.back() == '/') p.pop_back();
-      out.push_back({p.substr(prefix.size()), true});
+      out.push_back({p.substr(prefix.size()), true, false, ""});
     }
     return out;
   }

@@ -89,8 +89,11 @@ size_t on_upload(char* out, size_t size, size_t count, void* user) {
 
 Result<HttpResponse> http_send(const HttpRequest& request, const std::string& what) {
   init_curl_once();
-  CurlHandle curl(curl_easy_init());
+  // One handle per thread, reset between requests: its connection cache keeps connections
+  // (and TLS sessions) open from one range request to the next.
+  thread_local CurlHandle curl(curl_easy_init());
   if (!curl) return error(what, ": cannot create an HTTP handle");
+  curl_easy_reset(curl.get());
   HttpResponse response;
   Transfer transfer{&request, &response};
   CurlHeaders headers;
@@ -191,6 +194,11 @@ Result<HttpResponse> http_send_with_retries(const std::function<HttpRequest()>& 
     }
   }
   return last;
+}
+
+void log_retry(int attempt, int max_attempts, const std::string& why) {
+  std::cerr << "storage: attempt " << attempt << " of " << max_attempts << " failed (" << why
+            << "); retrying" << std::endl;
 }
 
 std::string percent_encode(std::string_view text) {

@@ -60,6 +60,9 @@ RetryPolicy storage_retry_policy();
 Result<HttpResponse> http_send_with_retries(const std::function<HttpRequest()>& make,
                                             const std::string& what, const RetryPolicy& policy);
 
+// The line http_send_with_retries logs for a failed attempt (stderr).
+void log_retry(int attempt, int max_attempts, const std::string& why);
+
 // RFC 3986 percent-encoding of everything but unreserved characters (so '/' becomes %2F, as
 // object names in JSON API paths need).
 std::string percent_encode(std::string_view text);

@@ -113,8 +113,13 @@ class LocalFileSystem final : public FileSystem {
     std::vector<DirEntry> out;
     for (fs::directory_iterator it(local(dir), ec), end; !ec && it != end; it.increment(ec)) {
       std::error_code stat_error;
-      const bool is_dir = it->is_directory(stat_error);
-      out.push_back(DirEntry{it->path().filename().string(), is_dir && !stat_error});
+      const fs::file_status status = it->status(stat_error);  // follows symlinks
+      DirEntry entry;
+      entry.name = it->path().filename().string();
+      entry.is_directory = !stat_error && fs::is_directory(status);
+      entry.is_regular_file = !stat_error && fs::is_regular_file(status);
+      if (stat_error) entry.problem = stat_error.message();
+      out.push_back(std::move(entry));
     }
     if (ec) return error("cannot list ", dir, ": ", ec.message());
     return out;

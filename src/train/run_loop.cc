@@ -160,8 +160,10 @@ Status Session::prepare_training() {
   if (!made.ok()) return made.with_context("cannot create --model_dir");
   // The leader writes the model_dir (the other replicas share it); nobody else may.
   // A bucket has no locks (docs/tutorial.md): one trainer per gs:// model_dir is up to the user.
-  if (leader_ && !has_url_scheme(options_.model_dir)) {
-    IC_ASSIGN_OR_RETURN(lock_, ModelDirLock::acquire(options_.model_dir));
+  const bool file_url = options_.model_dir.rfind("file://", 0) == 0;
+  if (leader_ && (!has_url_scheme(options_.model_dir) || file_url)) {
+    IC_ASSIGN_OR_RETURN(
+        lock_, ModelDirLock::acquire(file_url ? options_.model_dir.substr(7) : options_.model_dir));
   }
   // The newest usable checkpoint, recovered from the files when the index is lost or the
   // newest save is damaged (io/checkpoint_recovery.h).

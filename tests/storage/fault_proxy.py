@@ -4,9 +4,9 @@
 usage: fault_proxy.py --port P --upstream 127.0.0.1:Q --rules RULES.json --log LOG
 
 RULES.json is re-read at every request, so a test can change the faults while a program
-runs. It holds a list of rules; the first rule whose "match" (a substring of
-"METHOD path?query") matches a request decides, through its own counter of matching requests
-n = 1, 2, ...:
+runs. It holds a list of rules, tried in order; each rule whose "match" (a substring of
+"METHOD path?query") matches a request counts it (n = 1, 2, ... per rule), and the first one
+whose count says so acts:
   {"match": "/o", "action": "503", "every": 3}         every 3rd matching request gets a 503
   {"match": "PUT", "action": "reset", "first": 2}      the first 2 are dropped unanswered (RST)
   {"match": "alt=media", "action": "stall", "seconds": 5, "every": 4}  answer after 5 s
@@ -44,9 +44,9 @@ def decide(request_line, rules):
             counters[key] = counters.get(key, 0) + 1
             n = counters[key]
         if "first" in rule and n > rule["first"]:
-            return None
+            continue
         if "every" in rule and n % rule["every"] != 0:
-            return None
+            continue
         return rule
     return None
 

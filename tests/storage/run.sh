@@ -54,11 +54,12 @@ if [[ ! -f $venv/.complete ]]; then
 fi
 
 work=$(mktemp -d)
+[[ -n ${KEEP_WORK:-} ]] && say "keeping $work"
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$work"
+  [[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"
 }
 trap cleanup EXIT
 
@@ -186,16 +187,20 @@ export STORAGE_EMULATOR_HOST=http://127.0.0.1:$proxy_port
 export IC_STORAGE_RETRY_DELAY_MS=20 IC_STORAGE_TIMEOUT_S=3
 cat >"$rules" <<'JSON'
 [{"match": "alt=media", "action": "stall", "seconds": 6, "first": 1},
+ {"match": "PUT", "action": "stall", "seconds": 5, "first": 1},
+ {"match": "PUT", "action": "reset", "every": 4},
  {"match": "GET", "action": "reset", "every": 5},
  {"match": "POST", "action": "503", "every": 3},
  {"match": "", "action": "503", "every": 4}]
 JSON
-run train_faults "$bin/inception_v3" --mode=train_and_eval --data_dir="$gs/data" \
+# 256 KiB upload chunks: every checkpoint data object goes up as a resumable upload.
+IC_STORAGE_UPLOAD_CHUNK_BYTES=262144 run train_faults "$bin/inception_v3" --mode=train_and_eval --data_dir="$gs/data" \
   --model_dir="$gs/model_faults" "${tiny[@]}" --train_steps=4
 for fault in stall reset 503; do
   grep -q " $fault\$" "$work/proxy.log" || die "the proxy injected no '$fault' (rules not exercised)"
 done
 grep -q "retrying" "$work/train_faults.log" || die "the trainer logged no retry"
+grep -q "^PUT .*upload_id=.* reset\$" "$work/proxy.log" || die "no resumable upload chunk was dropped"
 same_checkpoint "$gs/model_faults/model.ckpt-4" "$work/model/model.ckpt-4" "training through faults"
 
 # A complete save at step 2, then every upload of the step-4 save fails, more times than the
