@@ -89,8 +89,9 @@ say "emulator on $emulator, bucket gs://$bucket"
 run() {  # name command...: output in $work/<name>.log, shown if it fails
   local name=$1
   shift
-  local rc=0
+  local rc=0 start=$SECONDS
   "$@" >"$work/$name.log" 2>&1 || rc=$?
+  [[ -n ${VERBOSE:-} ]] && say "  $name: $((SECONDS - start)) s"
   if ((rc != 0)); then
     cat "$work/$name.log" >&2
     die "$name: $* exited with $rc"
