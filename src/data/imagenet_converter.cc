@@ -148,6 +148,11 @@ ShardRange shard_range(int64_t count, int num_shards, int shard) {
 }
 
 Result<RawImageNet> list_raw_imagenet(const std::string& raw_data_dir, uint64_t shuffle_seed) {
+  if (has_url_scheme(raw_data_dir)) {  // a tree of image files: read from local disk only
+    return error("--raw_data_dir=", raw_data_dir,
+                 ": the raw images are read from a local directory (the shards may go to a "
+                 "bucket: --local_scratch_dir=gs://...)");
+  }
   const fs::path raw(raw_data_dir);
   RawImageNet out;
   const fs::path train_dir = raw / "train";

@@ -2,7 +2,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "io/file_system.h"
@@ -111,20 +110,13 @@ Status write_npy(const std::string& path, const NpyArray& array) {
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return error("cannot create ", path);
   const uint16_t len = static_cast<uint16_t>(header.size());
-  out.write(kMagic, 6);
-  const char version[2] = {1, 0};
-  out.write(version, 2);
-  const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  out.write(len_bytes, 2);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(array.data.data()),
-            static_cast<std::streamsize>(array.data.size() * sizeof(float)));
-  out.close();
-  if (!out) return error("error writing ", path);
-  return Status();
+  const char prefix[4] = {1, 0, static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  // Through the file-system seam: a local path or a gs:// object, never seen half-written.
+  return write_file_atomically(path,
+                               {std::string_view(kMagic, 6), std::string_view(prefix, 4), header,
+                                std::string_view(reinterpret_cast<const char*>(array.data.data()),
+                                                 array.data.size() * sizeof(float))});
 }
 
 }  // namespace ic

@@ -4,10 +4,9 @@
 #include <openssl/pem.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "io/file_system.h"
 #include "io/http_client.h"
 
 namespace ic {
@@ -164,6 +163,14 @@ class MetadataServerSource final : public CachingTokenSource {
   std::string host_;
 };
 
+Result<std::string> read_local_key_file(const std::string& path) {
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, local_file_system().open_read(path));
+  if (file->size() > (uint64_t{1} << 20)) return error(path, ": too large for a key file");
+  std::string text(file->size(), '\0');
+  IC_RETURN_IF_ERROR(file->read(0, text.size(), text.data()));
+  return text;
+}
+
 }  // namespace
 
 Result<ServiceAccountKey> parse_service_account_key(const std::string& json,
@@ -210,11 +217,10 @@ Result<std::unique_ptr<TokenSource>> make_token_source_from_environment() {
     return std::unique_ptr<TokenSource>(std::make_unique<NoCredentials>());
   }
   if (const char* path = std::getenv("GOOGLE_APPLICATION_CREDENTIALS"); path && *path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return error("GOOGLE_APPLICATION_CREDENTIALS=", path, ": cannot open");
-    std::ostringstream text;
-    text << in.rdbuf();
-    IC_ASSIGN_OR_RETURN(ServiceAccountKey key, parse_service_account_key(text.str(), path));
+    // A key file is local by nature (and reading it from a bucket would need credentials).
+    Result<std::string> text = read_local_key_file(path);
+    if (!text.ok()) return text.status().with_context("GOOGLE_APPLICATION_CREDENTIALS");
+    IC_ASSIGN_OR_RETURN(ServiceAccountKey key, parse_service_account_key(*text, path));
     return std::unique_ptr<TokenSource>(
         std::make_unique<ServiceAccountSource>(std::move(key), path));
   }
