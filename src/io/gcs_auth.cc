@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -137,6 +138,13 @@ class ServiceAccountSource final : public CachingTokenSource {
   std::string path_;
 };
 
+// Off Google Cloud the metadata server does not exist: give up after a few quick tries.
+RetryPolicy metadata_policy() {
+  RetryPolicy policy = storage_retry_policy();
+  policy.max_attempts = std::min(policy.max_attempts, 3);
+  return policy;
+}
+
 class MetadataServerSource final : public CachingTokenSource {
  public:
   explicit MetadataServerSource(std::string host) : host_(std::move(host)) {}
@@ -146,17 +154,23 @@ class MetadataServerSource final : public CachingTokenSource {
   Result<Token> fetch() override {
     const std::string url =
         "http://" + host_ + "/computeMetadata/v1/instance/service-accounts/default/token";
-    IC_ASSIGN_OR_RETURN(const HttpResponse response,
-                        http_send_with_retries(
-                            [&] {
-                              HttpRequest r;
-                              r.url = url;
-                              r.headers = {"Metadata-Flavor: Google"};
-                              r.timeout = std::chrono::seconds(10);
-                              return r;
-                            },
-                            "the GCE metadata server", storage_retry_policy()));
-    return parse_token_response(response, "the GCE metadata server");
+    const Result<HttpResponse> response = http_send_with_retries(
+        [&] {
+          HttpRequest r;
+          r.url = url;
+          r.headers = {"Metadata-Flavor: Google"};
+          r.timeout = std::chrono::seconds(10);
+          return r;
+        },
+        "the GCE metadata server", metadata_policy());
+    Result<Token> token = response.ok() ? parse_token_response(*response, "the GCE metadata server")
+                                        : Result<Token>(response.status());
+    if (!token.ok()) {
+      return token.status().with_context(
+          "no credentials (set GOOGLE_APPLICATION_CREDENTIALS to a service-account key, run on "
+          "Google Cloud, or set STORAGE_EMULATOR_HOST for an emulator)");
+    }
+    return token;
   }
 
  private:

@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -96,15 +99,18 @@ struct BioFree {
   void operator()(BIO* b) const { BIO_free(b); }
 };
 
+std::string private_key_pem(EVP_PKEY* key) {
+  std::unique_ptr<BIO, BioFree> bio(BIO_new(BIO_s_mem()));
+  PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr);
+  char* pem_data = nullptr;
+  const long pem_size = BIO_get_mem_data(bio.get(), &pem_data);
+  return std::string(pem_data, static_cast<size_t>(pem_size));
+}
+
 TEST(GcsAuthTest, JwtIsSignedWithTheServiceAccountKey) {
   std::unique_ptr<EVP_PKEY, PkeyFree> key(EVP_RSA_gen(2048));
   ASSERT_TRUE(key);
-  std::unique_ptr<BIO, BioFree> bio(BIO_new(BIO_s_mem()));
-  ASSERT_EQ(PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr),
-            1);
-  char* pem_data = nullptr;
-  const long pem_size = BIO_get_mem_data(bio.get(), &pem_data);
-  const std::string pem(pem_data, static_cast<size_t>(pem_size));
+  const std::string pem = private_key_pem(key.get());
 
   const std::string json = nlohmann::json{{"type", "service_account"},
                                           {"client_email", "trainer@project.iam.example"},
@@ -188,7 +194,8 @@ TEST(RetryPolicyTest, BackoffGrowsIsBoundedAndJittered) {
 // the connection unanswered) and the rest with 200 "ok".
 class FlakyServer {
  public:
-  FlakyServer(int failures, bool reset_instead) : failures_(failures), reset_(reset_instead) {
+  FlakyServer(int failures, bool reset_instead, std::string success_body = "ok")
+      : failures_(failures), reset_(reset_instead), success_body_(std::move(success_body)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -208,6 +215,10 @@ class FlakyServer {
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/o"; }
   int requests() const { return requests_; }
+  std::string last_request() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return last_request_;
+  }
 
  private:
   void serve() {
@@ -221,6 +232,21 @@ class FlakyServer {
         if (n <= 0) break;
         request.append(buf, static_cast<size_t>(n));
       }
+      // The body, when a Content-Length says there is one.
+      const size_t length_at = request.find("Content-Length: ");
+      const size_t body_at = request.find("\r\n\r\n");
+      if (length_at != std::string::npos && body_at != std::string::npos) {
+        const size_t want = body_at + 4 + std::stoul(request.substr(length_at + 16));
+        while (request.size() < want) {
+          const ssize_t n = ::read(c, buf, sizeof(buf));
+          if (n <= 0) break;
+          request.append(buf, static_cast<size_t>(n));
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        last_request_ = request;
+      }
       const int index = requests_++;
       if (index < failures_ && reset_) {
         ::close(c);
@@ -229,7 +255,8 @@ class FlakyServer {
       const std::string reply =
           index < failures_
               ? "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-              : "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+              : "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(success_body_.size()) +
+                    "\r\nConnection: close\r\n\r\n" + success_body_;
       (void)!::write(c, reply.data(), reply.size());
       ::close(c);
     }
@@ -238,6 +265,9 @@ class FlakyServer {
   int port_ = 0;
   int failures_;
   bool reset_;
+  std::string success_body_;
+  std::mutex mutex_;
+  std::string last_request_;
   std::atomic<int> requests_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
@@ -283,6 +313,58 @@ TEST(HttpRetryTest, AFailureThatOutlastsTheRetriesNamesTheObject) {
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(last->status, 503);
   EXPECT_EQ(unavailable.requests(), 2);
+}
+
+// GOOGLE_APPLICATION_CREDENTIALS end to end against a token endpoint on loopback: the JWT
+// assertion is posted, the token comes back as a bearer header, is cached while fresh, and is
+// fetched again when it is within the refresh margin of expiring.
+TEST(GcsAuthTest, ServiceAccountTokensAreExchangedCachedAndRefreshed) {
+  std::unique_ptr<EVP_PKEY, PkeyFree> key(EVP_RSA_gen(2048));
+  ASSERT_TRUE(key);
+  for (const int expires_in : {3600, 60}) {
+    FlakyServer token_endpoint(
+        0, false,
+        "{\"access_token\": \"tok-123\", \"expires_in\": " + std::to_string(expires_in) + "}");
+    const std::string key_path =
+        ::testing::TempDir() + "/ic_key_" + std::to_string(::getpid()) + ".json";
+    std::ofstream(key_path) << nlohmann::json{
+        {"type", "service_account"},
+        {"client_email", "a@b.example"},
+        {"private_key", private_key_pem(key.get())},
+        {"token_uri",
+         token_endpoint.url()}}.dump();
+    ::unsetenv("STORAGE_EMULATOR_HOST");
+    ::setenv("GOOGLE_APPLICATION_CREDENTIALS", key_path.c_str(), 1);
+    Result<std::unique_ptr<TokenSource>> source = make_token_source_from_environment();
+    ::unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+    ASSERT_TRUE(source.ok()) << source.status().message();
+    EXPECT_EQ((*source)->describe().find("BEGIN"), std::string::npos);
+    for (int call = 0; call < 2; ++call) {
+      Result<std::optional<std::string>> header = (*source)->authorization_header();
+      ASSERT_TRUE(header.ok()) << header.status().message();
+      ASSERT_TRUE(header->has_value());
+      EXPECT_EQ(**header, "Authorization: Bearer tok-123");
+    }
+    // A token good for an hour is fetched once; one expiring within the margin every time.
+    EXPECT_EQ(token_endpoint.requests(), expires_in == 3600 ? 1 : 2);
+    const std::string posted = token_endpoint.last_request();
+    EXPECT_NE(posted.find("POST /o "), std::string::npos) << posted;
+    EXPECT_NE(posted.find("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer"
+                          "&assertion="),
+              std::string::npos)
+        << posted;
+    std::remove(key_path.c_str());
+  }
+}
+
+TEST(GcsAuthTest, TheEmulatorNeedsNoCredentials) {
+  ::setenv("STORAGE_EMULATOR_HOST", "127.0.0.1:1", 1);
+  Result<std::unique_ptr<TokenSource>> source = make_token_source_from_environment();
+  ::unsetenv("STORAGE_EMULATOR_HOST");
+  ASSERT_TRUE(source.ok());
+  Result<std::optional<std::string>> header = (*source)->authorization_header();
+  ASSERT_TRUE(header.ok());
+  EXPECT_FALSE(header->has_value());
 }
 
 }  // namespace
