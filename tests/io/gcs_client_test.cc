@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -191,11 +192,17 @@ TEST(RetryPolicyTest, BackoffGrowsIsBoundedAndJittered) {
 }
 
 // A loopback HTTP server that answers the first `failures` requests with 503 (or by closing
-// the connection unanswered) and the rest with 200 "ok".
+// the connection unanswered) and the rest with 200 and `success_body`, or with what
+// `responder` makes of the request (a whole HTTP response).
+using Responder = std::function<std::string(const std::string& request)>;
 class FlakyServer {
  public:
-  FlakyServer(int failures, bool reset_instead, std::string success_body = "ok")
-      : failures_(failures), reset_(reset_instead), success_body_(std::move(success_body)) {
+  FlakyServer(int failures, bool reset_instead, std::string success_body = "ok",
+              Responder responder = nullptr)
+      : failures_(failures),
+        reset_(reset_instead),
+        success_body_(std::move(success_body)),
+        responder_(std::move(responder)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -213,7 +220,8 @@ class FlakyServer {
     ::close(fd_);
     thread_.join();
   }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/o"; }
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return base() + "/o"; }
   int requests() const { return requests_; }
   std::string last_request() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -253,7 +261,8 @@ class FlakyServer {
         continue;
       }
       const std::string reply =
-          index < failures_
+          index >= failures_ && responder_ ? responder_(request)
+          : index < failures_
               ? "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
               : "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(success_body_.size()) +
                     "\r\nConnection: close\r\n\r\n" + success_body_;
@@ -266,6 +275,7 @@ class FlakyServer {
   int failures_;
   bool reset_;
   std::string success_body_;
+  Responder responder_;
   std::mutex mutex_;
   std::string last_request_;
   std::atomic<int> requests_{0};
@@ -355,6 +365,65 @@ TEST(GcsAuthTest, ServiceAccountTokensAreExchangedCachedAndRefreshed) {
         << posted;
     std::remove(key_path.c_str());
   }
+}
+
+std::string http_response(int status, const std::string& body, const std::string& extra = "") {
+  return "HTTP/1.1 " + std::to_string(status) +
+         " X\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n" +
+         extra + "\r\n" + body;
+}
+
+std::unique_ptr<GcsClient> client_for(const FlakyServer& server) {
+  ::setenv("STORAGE_EMULATOR_HOST", server.base().c_str(), 1);
+  Result<std::unique_ptr<TokenSource>> none = make_token_source_from_environment();
+  ::unsetenv("STORAGE_EMULATOR_HOST");
+  return std::make_unique<GcsClient>(server.base(), std::move(none).value(), fast_policy(3));
+}
+
+TEST(GcsClientTest, ListingFollowsEveryPage) {
+  FlakyServer server(1, false, "", [](const std::string& request) {
+    EXPECT_NE(request.find("GET /storage/v1/b/bkt/o?prefix=d%2F&delimiter=%2F"), std::string::npos)
+        << request;
+    if (request.find("pageToken=p2") != std::string::npos) {
+      return http_response(200, R"({"items": [{"name": "d/c"}], "prefixes": ["d/sub/"]})");
+    }
+    return http_response(200, R"({"items": [{"name": "d/a"}, {"name": "d/b"}],
+                                  "nextPageToken": "p2"})");
+  });
+  const Result<GcsListing> listing = client_for(server)->list("bkt", "d/", "/");
+  ASSERT_TRUE(listing.ok()) << listing.status().message();
+  EXPECT_EQ(listing->objects, (std::vector<std::string>{"d/a", "d/b", "d/c"}));
+  EXPECT_EQ(listing->prefixes, (std::vector<std::string>{"d/sub/"}));
+  EXPECT_EQ(server.requests(), 3);  // a 503, then two pages
+}
+
+TEST(GcsClientTest, RangedReadsAndMetadata) {
+  FlakyServer server(0, false, "", [](const std::string& request) {
+    if (request.find("alt=media&generation=7") != std::string::npos) {
+      EXPECT_NE(request.find("Range: bytes=5-9"), std::string::npos) << request;
+      return http_response(206, "56789");
+    }
+    if (request.find("/o/missing") != std::string::npos) {
+      return http_response(404, R"({"error": {"code": 404, "message": "No such object"}})");
+    }
+    return http_response(200, R"({"name": "a/b", "size": "10", "generation": "7"})");
+  });
+  std::unique_ptr<GcsClient> client = client_for(server);
+  const GcsObjectName name{"bkt", "a/b"};
+  const Result<std::optional<GcsObjectInfo>> info = client->stat(name);
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  ASSERT_TRUE(info->has_value());
+  EXPECT_EQ((*info)->size, 10u);
+  EXPECT_EQ((*info)->generation, "7");
+  char out[5];
+  ASSERT_TRUE(client->read(name, "7", 5, 5, out).ok());
+  EXPECT_EQ(std::string(out, 5), "56789");
+  const Result<std::optional<GcsObjectInfo>> missing = client->stat({"bkt", "missing"});
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  const Status gone = client->read({"bkt", "missing"}, "", 0, 3, out);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.message().find("gs://bkt/missing"), std::string::npos) << gone.message();
 }
 
 TEST(GcsAuthTest, TheEmulatorNeedsNoCredentials) {
