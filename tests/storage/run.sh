@@ -14,6 +14,8 @@
 #   5. through tests/storage/fault_proxy.py (503s, dropped connections, stalls): retries
 #      recover and training gives the same tensors; a failure that outlasts the retries is an
 #      error naming the gs:// object; the `checkpoint` object then names only complete saves
+#   6. a trainer killed (SIGKILL) in mid-save leaves only complete checkpoints listed, and a
+#      restart resumes from the newest
 # Anything that cannot be installed or run fails the script; nothing is skipped.
 #   usage: tests/storage/run.sh            (IC_BIN_DIR=... for another build's bin directory)
 set -euo pipefail
@@ -118,7 +120,7 @@ tiny=(--use_tpu=False --num_threads=1 --iterations=2 --train_batch_size=2 --eval
       --num_parallel_calls=1 --seed=3 --train_steps_per_eval=2 --eval_total_size=8)
 gs=gs://$bucket
 
-say "1/5: the converter's shards go to gs://"
+say "1/6: the converter's shards go to gs://"
 run data_local "$bin/make_fake_imagenet" --output_dir="$work/data" "${data_flags[@]}"
 run data_gs "$bin/make_fake_imagenet" --output_dir="$gs/data" "${data_flags[@]}"
 for f in train-00000-of-00003 train-00002-of-00003 validation-00000-of-00001; do
@@ -126,7 +128,7 @@ for f in train-00000-of-00003 train-00002-of-00003 validation-00000-of-00001; do
   cmp -s "$work/data/$f" "$work/$f.from_gs" || die "gs://$bucket/data/$f differs from the local shard"
 done
 
-say "2/5: train_and_eval from and to gs://, with an eval process following the model_dir"
+say "2/6: train_and_eval from and to gs://, with an eval process following the model_dir"
 "$bin/inception_v3" --mode=eval --data_dir="$gs/data" --model_dir="$gs/model" "${tiny[@]}" \
   --train_steps=6 --eval_timeout=300 >"$work/follow.log" 2>&1 &
 follower=$!
@@ -143,7 +145,7 @@ grep -q '^model/events.out.tfevents' "$work/model_objects.txt" || die "no traini
 grep -q '^model/eval/events.out.tfevents' "$work/model_objects.txt" || die "no eval event file in gs://$bucket/model/eval"
 same_checkpoint "$gs/model/model.ckpt-4" "$work/model/model.ckpt-4" "after 4 steps"
 
-say "3/5: a restart resumes from the gs:// checkpoint"
+say "3/6: a restart resumes from the gs:// checkpoint"
 run resume_gs "$bin/inception_v3" --mode=train_and_eval --data_dir="$gs/data" \
   --model_dir="$gs/model" "${tiny[@]}" --train_steps=6
 grep -qF "Restoring parameters from $gs/model/model.ckpt-4 (global step 4)" "$work/resume_gs.log" || {
@@ -162,7 +164,7 @@ grep -qF "Evaluation finished after training step 6" "$work/follow.log" || {
   die "--mode=eval did not follow $gs/model to step 6"
 }
 
-say "4/5: classify reads the model and an image from gs://"
+say "4/6: classify reads the model and an image from gs://"
 run raw "$bin/make_fake_imagenet" --output_dir="$work/raw" --raw_layout --num_train_images=2 \
   --num_validation_images=1 --image_size=80 --num_classes=10 --seed=5
 image=$(find "$work/raw" -name '*.JPEG' | sort | head -1)
@@ -176,7 +178,7 @@ run classify_local "$bin/classify" --model_dir="$work/model" --num_threads=1 \
   --logits_out="$work/local.npy" "$image"
 cmp -s "$work/gs.npy" "$work/local.npy" || die "classify's logits differ between gs:// and local"
 
-say "5/5: faults between the programs and the emulator"
+say "5/6: faults between the programs and the emulator"
 proxy_port=$(free_port)
 rules=$work/rules.json
 echo '[]' >"$rules"
@@ -228,4 +230,34 @@ for name in $listed; do
   run "inspect_$name" "$bin/inspect_checkpoint" --file_name="$gs/model_fail/$name" ||
     die "$name, named by the checkpoint object, is not complete"
 done
+
+say "6/6: a trainer killed (SIGKILL) while it saves to gs:// leaves only complete checkpoints"
+export STORAGE_EMULATOR_HOST=$emulator
+unset IC_STORAGE_RETRY_DELAY_MS IC_STORAGE_TIMEOUT_S
+for round in 1 2 3; do
+  "$bin/inception_v3" --mode=train --data_dir="$gs/data" --model_dir="$gs/model_kill" "${tiny[@]}" \
+    --train_steps=100000 --save_checkpoints_secs=1 >"$work/kill_$round.log" 2>&1 &
+  victim=$!
+  # Until a save of this round is listed, then a little longer: the kill lands in mid-run,
+  # often inside an upload.
+  for _ in $(seq 600); do
+    grep -q "^Saving checkpoints" "$work/kill_$round.log" && break
+    sleep 0.1
+  done
+  sleep "0.$((RANDOM % 10))"
+  kill -9 "$victim" 2>/dev/null || true
+  wait "$victim" 2>/dev/null || true
+  download model_kill/checkpoint "$work/kill_checkpoint" || die "round $round: no checkpoint object"
+  for name in $(sed -n 's/^all_model_checkpoint_paths: "\(.*\)"$/\1/p' "$work/kill_checkpoint"); do
+    run "kill_inspect_$name" "$bin/inspect_checkpoint" --file_name="$gs/model_kill/$name"
+  done
+done
+latest=$(sed -n 's/^model_checkpoint_path: "model.ckpt-\(.*\)"$/\1/p' "$work/kill_checkpoint")
+[[ -n $latest ]] || die "no latest checkpoint after the kills"
+run kill_resume "$bin/inception_v3" --mode=train --data_dir="$gs/data" --model_dir="$gs/model_kill" \
+  "${tiny[@]}" --train_steps=$((latest + 2))
+grep -qF "(global step $latest)" "$work/kill_resume.log" || {
+  cat "$work/kill_resume.log" >&2
+  die "the restart did not resume from step $latest"
+}
 say "passed"
