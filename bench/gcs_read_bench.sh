@@ -1,6 +1,6 @@
 #!/bin/bash
 # TFRecord read throughput from a Cloud Storage emulator on loopback against local disk, on the
-# same shards: raw record reading (MB/s, through TfRecordReader's 16 MiB range requests) and
+# same shards: raw record reading (MB/s, through TfRecordReader's 8 MiB range requests, each fetched while the previous is read) and
 # one eval epoch through the input pipeline (decode + preprocess, images/s). The emulator is
 # the venv tests/storage/run.sh makes (made here too if missing).
 #   usage: bench/gcs_read_bench.sh [build_dir] [images] [threads]

@@ -143,34 +143,72 @@ Result<std::vector<std::string>> list_files(const std::string& dir,
   return out;
 }
 
-BufferedReader::BufferedReader(std::unique_ptr<RandomAccessFile> file, size_t buffer_bytes)
+BufferedReader::BufferedReader(std::unique_ptr<RandomAccessFile> file, size_t buffer_bytes,
+                               bool read_ahead)
     : file_(std::move(file)),
-      buffer_(std::make_unique_for_overwrite<char[]>(std::max<size_t>(buffer_bytes, 4096))),
-      capacity_(std::max<size_t>(buffer_bytes, 4096)) {}
+      capacity_(std::max<size_t>(buffer_bytes, 4096)),
+      read_ahead_(read_ahead),
+      buffer_(std::make_unique_for_overwrite<char[]>(capacity_)) {}
+
+BufferedReader::~BufferedReader() {
+  if (next_.valid()) next_.wait();  // its thread writes into next_buffer_
+}
 
 void BufferedReader::seek(uint64_t offset) { position_ = offset; }
+
+void BufferedReader::start_read_ahead() {
+  const uint64_t at = buffer_start_ + buffer_size_;
+  if (!read_ahead_ || at >= file_->size()) return;
+  if (!next_buffer_) next_buffer_ = std::make_unique_for_overwrite<char[]>(capacity_);
+  next_start_ = at;
+  next_size_ = static_cast<size_t>(std::min<uint64_t>(capacity_, file_->size() - at));
+  next_ =
+      std::async(std::launch::async, [file = file_.get(), at, n = next_size_,
+                                      out = next_buffer_.get()] { return file->read(at, n, out); });
+}
+
+Status BufferedReader::fill(uint64_t at) {
+  const size_t want = static_cast<size_t>(std::min<uint64_t>(capacity_, file_->size() - at));
+  if (next_.valid()) {
+    const Status fetched = next_.get();
+    // The block fetched ahead is used when it is the one wanted; otherwise (a seek, or a
+    // failure, which the read below reports if it recurs) it is dropped.
+    if (fetched.ok() && next_start_ == at && next_size_ == want) {
+      std::swap(buffer_, next_buffer_);
+      buffer_start_ = at;
+      buffer_size_ = want;
+      start_read_ahead();
+      return Status();
+    }
+  }
+  buffer_start_ = at;
+  buffer_size_ = want;
+  Status filled = file_->read(at, want, buffer_.get());
+  if (!filled.ok()) {
+    buffer_size_ = 0;
+    return filled;
+  }
+  start_read_ahead();
+  return Status();
+}
 
 Result<size_t> BufferedReader::read(char* out, size_t n) {
   size_t done = 0;
   while (done < n && position_ < file_->size()) {
     const bool buffered = position_ >= buffer_start_ && position_ < buffer_start_ + buffer_size_;
     if (!buffered) {
-      const uint64_t left = file_->size() - position_;
-      // A request at least as large as the buffer goes straight into `out`.
-      if (n - done >= capacity_) {
-        const size_t direct = static_cast<size_t>(std::min<uint64_t>(n - done, left));
+      // A request at least as large as the buffer goes straight into `out` (unless the block
+      // fetched ahead starts here).
+      const bool ahead_here = next_.valid() && next_start_ == position_;
+      if (n - done >= capacity_ && !ahead_here) {
+        const size_t direct =
+            static_cast<size_t>(std::min<uint64_t>(n - done, file_->size() - position_));
         IC_RETURN_IF_ERROR(file_->read(position_, direct, out + done));
         position_ += direct;
         done += direct;
         continue;
       }
-      buffer_start_ = position_;
-      buffer_size_ = static_cast<size_t>(std::min<uint64_t>(capacity_, left));
-      Status filled = file_->read(buffer_start_, buffer_size_, buffer_.get());
-      if (!filled.ok()) {
-        buffer_size_ = 0;
-        return filled;
-      }
+      IC_RETURN_IF_ERROR(fill(position_));
     }
     const size_t at = static_cast<size_t>(position_ - buffer_start_);
     const size_t take = std::min(n - done, buffer_size_ - at);

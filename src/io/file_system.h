@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -79,6 +80,8 @@ class FileSystem {
   virtual bool writes_appear_whole() const = 0;
   // How much a sequential reader should buffer: small locally, large ranges for objects.
   virtual size_t read_buffer_bytes() const = 0;
+  // Whether sequential readers should fetch the next block while the current one is used.
+  virtual bool wants_read_ahead() const = 0;
 };
 
 // The implementation for `path`'s scheme; an error naming the path for an unknown scheme.
@@ -108,10 +111,16 @@ Status rename_file(const std::string& from, const std::string& to);
 Result<std::vector<std::string>> list_files(const std::string& dir,
                                             const std::string& name_prefix = "");
 
-// A sequential reader over a RandomAccessFile with one large buffer (read_buffer_bytes()).
+// A sequential reader over a RandomAccessFile with one large buffer. With read_ahead, the
+// block after the buffer is fetched in the background while the buffer is consumed (for
+// object stores, where each fill is a request with a round trip).
 class BufferedReader {
  public:
-  BufferedReader(std::unique_ptr<RandomAccessFile> file, size_t buffer_bytes);
+  BufferedReader(std::unique_ptr<RandomAccessFile> file, size_t buffer_bytes,
+                 bool read_ahead = false);
+  ~BufferedReader();
+  BufferedReader(const BufferedReader&) = delete;
+  BufferedReader& operator=(const BufferedReader&) = delete;
   // Reads up to `n` bytes; returns how many (fewer only at the end of the file).
   Result<size_t> read(char* out, size_t n);
   void seek(uint64_t offset);
@@ -119,12 +128,21 @@ class BufferedReader {
   const std::string& path() const { return file_->path(); }
 
  private:
+  Status fill(uint64_t at);
+  void start_read_ahead();
+
   std::unique_ptr<RandomAccessFile> file_;
-  std::unique_ptr<char[]> buffer_;
   size_t capacity_;
+  bool read_ahead_;
+  std::unique_ptr<char[]> buffer_;
   uint64_t buffer_start_ = 0;  // file offset of buffer_[0]
   size_t buffer_size_ = 0;
   uint64_t position_ = 0;
+  // The block being fetched ahead: [next_start_, next_start_ + next_size_) into next_buffer_.
+  std::unique_ptr<char[]> next_buffer_;
+  uint64_t next_start_ = 0;
+  size_t next_size_ = 0;
+  std::future<Status> next_;  // last: waited for before the buffers and the file go
 };
 
 }  // namespace ic

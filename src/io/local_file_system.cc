@@ -170,6 +170,7 @@ class LocalFileSystem final : public FileSystem {
   }
 
   bool writes_appear_whole() const override { return false; }
+  bool wants_read_ahead() const override { return false; }
   size_t read_buffer_bytes() const override { return kLocalReadBuffer; }
 };
 

@@ -229,8 +229,8 @@ Result<SafetensorsFile> read_safetensors_unlabelled(const std::string& path) {
   }
   file.tensors.reserve(pending.size());
   // In offset order, through one buffer: a few large reads rather than one per tensor (one
-  // request per 16 MiB from a bucket).
-  BufferedReader reader(std::move(file_bytes), fs->read_buffer_bytes());
+  // request per 8 MiB from a bucket).
+  BufferedReader reader(std::move(file_bytes), fs->read_buffer_bytes(), fs->wants_read_ahead());
   reader.seek(data_start);
   for (PendingTensor& t : pending) {
     t.entry.bytes.resize(t.end - t.begin);

@@ -349,7 +349,7 @@ Result<uint64_t> check_entry(const tensorflow::BundleEntryProto& entry, int num_
 
 // One data file, opened on first use. Entries are read in name order, which is the order
 // they were written in: a buffered reader turns them into a few large reads (one request per
-// 16 MiB from a bucket instead of one per tensor).
+// 8 MiB from a bucket instead of one per tensor).
 struct DataShard {
   std::string path;
   std::unique_ptr<BufferedReader> file;
@@ -360,7 +360,8 @@ Result<std::string> read_entry_bytes(DataShard& shard, const tensorflow::BundleE
   if (!shard.file) {
     IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(shard.path));
     IC_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs->open_read(shard.path));
-    shard.file = std::make_unique<BufferedReader>(std::move(file), fs->read_buffer_bytes());
+    shard.file = std::make_unique<BufferedReader>(std::move(file), fs->read_buffer_bytes(),
+                                                  fs->wants_read_ahead());
     shard.size = shard.file->size();
   }
   const auto offset = static_cast<uint64_t>(entry.offset());

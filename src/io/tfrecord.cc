@@ -49,7 +49,8 @@ Result<TfRecordReader> TfRecordReader::open(const std::string& path) {
   IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(path));
   IC_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs->open_read(path));
   reader.file_size_ = file->size();
-  reader.file_ = std::make_unique<BufferedReader>(std::move(file), fs->read_buffer_bytes());
+  reader.file_ = std::make_unique<BufferedReader>(std::move(file), fs->read_buffer_bytes(),
+                                                  fs->wants_read_ahead());
   return reader;
 }
 
