@@ -124,7 +124,8 @@ Result<HttpResponse> http_send(const HttpRequest& request, const std::string& wh
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
   } else if (request.method == "POST") {
     curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
+    // Never a null pointer: curl would then read the body from stdin.
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.empty() ? "" : request.body.data());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
   } else if (request.method == "PUT") {
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
