@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
 #include "io/tfrecord.h"
