@@ -5,7 +5,8 @@
 # ${XDG_CACHE_HOME:-~/.cache}/inception.cpp/), and STORAGE_EMULATOR_HOST points the programs at
 # it, as it does Google's own clients. The same steps run on local paths, and the results must
 # be equal:
-#   1. make_fake_imagenet writes its shards to gs:// (byte-equal to the local ones)
+#   1. make_fake_imagenet and imagenet_to_tfrecord write their shards to gs:// (byte-equal to
+#      the local ones; --resume finds them there)
 #   2. inception_v3 --mode=train_and_eval reads them from gs:// and writes checkpoints and
 #      events to a gs:// model_dir, while a --mode=eval process follows that model_dir
 #   3. a restart resumes from the gs:// checkpoint; the final checkpoint's tensors equal the
@@ -127,6 +128,20 @@ for f in train-00000-of-00003 train-00002-of-00003 validation-00000-of-00001; do
   download "data/$f" "$work/$f.from_gs" || die "gs://$bucket/data/$f was not written"
   cmp -s "$work/data/$f" "$work/$f.from_gs" || die "gs://$bucket/data/$f differs from the local shard"
 done
+# The ImageNet converter too, from a local raw tree (and --resume skips what the bucket has).
+run raw_tree "$bin/make_fake_imagenet" --output_dir="$work/raw_tree" --raw_layout \
+  --num_train_images=12 --num_validation_images=4 --image_size=64 --num_classes=3 --seed=2
+convert=(--raw_data_dir="$work/raw_tree" --train_shards=2 --validation_shards=1 --num_threads=2)
+run convert_local "$bin/imagenet_to_tfrecord" "${convert[@]}" --local_scratch_dir="$work/converted"
+run convert_gs "$bin/imagenet_to_tfrecord" "${convert[@]}" --local_scratch_dir="$gs/converted"
+for f in train-00000-of-00002 train-00001-of-00002 validation-00000-of-00001; do
+  download "converted/$f" "$work/$f.converted" || die "gs://$bucket/converted/$f was not written"
+  cmp -s "$work/converted/$f" "$work/$f.converted" ||
+    die "gs://$bucket/converted/$f differs from the local shard"
+done
+run convert_resume "$bin/imagenet_to_tfrecord" "${convert[@]}" --local_scratch_dir="$gs/converted" \
+  --resume
+grep -q "resumed" "$work/convert_resume.log" || die "--resume did not find the shards in the bucket"
 
 say "2/6: train_and_eval from and to gs://, with an eval process following the model_dir"
 "$bin/inception_v3" --mode=eval --data_dir="$gs/data" --model_dir="$gs/model" "${tiny[@]}" \
@@ -241,7 +256,7 @@ for round in 1 2 3; do
   # Until a save of this round is listed, then a little longer: the kill lands in mid-run,
   # often inside an upload.
   for _ in $(seq 600); do
-    grep -q "^Saving checkpoints" "$work/kill_$round.log" && break
+    grep -qs "^Saving checkpoints" "$work/kill_$round.log" && break
     sleep 0.1
   done
   sleep "0.$((RANDOM % 10))"
