@@ -14,6 +14,7 @@ packages=(
   libonnx-dev                # export: ONNX's protobuf messages and its model checker
   libcpp-httplib-dev nlohmann-json3-dev  # serve: HTTP server, JSON
   libcurl4-openssl-dev libssl-dev        # gs:// and s3://: HTTPS requests, RS256 and SigV4 signing
+  curl                       # tests/storage: creates, reads and lists objects in the emulator
   wrk chromium               # serve: the load benchmark and the browser test of its web page
 )
 if [[ "${1:-}" == "--bench" ]]; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs the whole test suite twice: an optimised build
-# (followed by the memory-estimate check and the TensorFlow interop check, tests/interop/run.sh),
+# (followed by the memory-estimate check, the TensorFlow interop check, tests/interop/run.sh, and
+# the cloud-storage check against an emulator, tests/storage/run.sh),
 # then an AddressSanitizer + UndefinedBehaviorSanitizer build; then fuzzes every parser of
 # outside bytes for a short while (fuzz/run.sh). Exits non-zero on any failure.
 set -euo pipefail
@@ -15,6 +16,8 @@ cmake --build build -j "$jobs"
 bench/memory_estimate.sh 4 16
 # TensorFlow itself reads our checkpoints and we read its own (a cached venv from PyPI).
 bash tests/interop/run.sh
+# gs:// end to end against the Cloud Storage emulator, with injected faults (a cached venv).
+bash tests/storage/run.sh
 
 # The sanitizer build leaves out the CUDA backend (nvcc does not take -fsanitize) and runs
 # the same tests; oneDNN's JIT code is not instrumented but our code around it is.

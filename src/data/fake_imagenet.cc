@@ -11,6 +11,7 @@
 #include "core/mix64.h"
 #include "data/example.h"
 #include "data/imagenet_converter.h"
+#include "io/file_system.h"
 
 namespace ic {
 namespace {
@@ -175,10 +176,16 @@ Status make_fake_imagenet(const FakeImageNetOptions& o) {
     return error("JPEG quality must be in [1, 100], got ", o.jpeg_quality);
   }
   const int width = o.image_width > 0 ? o.image_width : o.image_size;
-  std::error_code ec;
-  fs::create_directories(o.output_dir, ec);
-  if (ec) return error(o.output_dir, ": cannot create: ", ec.message());
-  if (o.raw_layout) return write_raw_tree(o, width);
+  if (o.raw_layout) {  // a tree of image files to convert: local by nature
+    if (has_url_scheme(o.output_dir)) {
+      return error(o.output_dir, ": --raw_layout writes a local directory tree, not a URL");
+    }
+    std::error_code ec;
+    fs::create_directories(o.output_dir, ec);
+    if (ec) return error(o.output_dir, ": cannot create: ", ec.message());
+    return write_raw_tree(o, width);
+  }
+  IC_RETURN_IF_ERROR(make_dirs(o.output_dir));
 
   std::vector<ShardJob> jobs;
   for (const bool validation : {false, true}) {

@@ -18,6 +18,7 @@
 
 #include "data/example.h"
 #include "data/image_codec.h"
+#include "io/file_system.h"
 #include "io/tfrecord.h"
 
 namespace ic {
@@ -147,6 +148,11 @@ ShardRange shard_range(int64_t count, int num_shards, int shard) {
 }
 
 Result<RawImageNet> list_raw_imagenet(const std::string& raw_data_dir, uint64_t shuffle_seed) {
+  if (has_url_scheme(raw_data_dir)) {  // a tree of image files: read from local disk only
+    return error("--raw_data_dir=", raw_data_dir,
+                 ": the raw images are read from a local directory (the shards may go to a "
+                 "bucket: --local_scratch_dir=gs://...)");
+  }
   const fs::path raw(raw_data_dir);
   RawImageNet out;
   const fs::path train_dir = raw / "train";
@@ -226,39 +232,33 @@ Status write_shards(const std::string& output_dir, std::vector<ShardJob>& jobs, 
   // Temporary files of an interrupted earlier run are incomplete by construction.
   std::set<std::string> names;
   for (const auto& job : jobs) names.insert(job.name);
-  std::error_code ec;
-  for (fs::directory_iterator it(output_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string file = it->path().filename().string();
+  IC_ASSIGN_OR_RETURN(FileSystem * out_fs, file_system_for(output_dir));
+  IC_ASSIGN_OR_RETURN(const std::vector<std::string> existing, list_files(output_dir));
+  for (const std::string& path : existing) {
+    const std::string file = base_name(path);
     const size_t tmp = file.find(".tmp-");
-    std::error_code ignored;
-    if (tmp != std::string::npos && names.count(file.substr(0, tmp)))
-      fs::remove(it->path(), ignored);
+    if (tmp != std::string::npos && names.count(file.substr(0, tmp))) (void)out_fs->remove(path);
   }
-  const std::string suffix = ".tmp-" + std::to_string(getpid());
+  // In a bucket a shard appears whole when its upload completes: no temp name needed.
+  const std::string suffix =
+      out_fs->writes_appear_whole() ? "" : ".tmp-" + std::to_string(getpid());
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mutex;  // guards first_error and serialises on_done
   Status first_error;
   auto worker = [&] {
     for (size_t i = next++; i < jobs.size() && !failed; i = next++) {
-      const fs::path final_path = fs::path(output_dir) / jobs[i].name;
-      const std::string tmp_path = final_path.string() + suffix;
+      const std::string final_path = join_path(output_dir, jobs[i].name);
+      const std::string tmp_path = final_path + suffix;
       Status status = [&]() -> Status {
         IC_ASSIGN_OR_RETURN(TfRecordWriter writer, TfRecordWriter::create(tmp_path));
         IC_RETURN_IF_ERROR(jobs[i].fill([&](std::string_view r) { return writer.write(r); }));
         IC_RETURN_IF_ERROR(writer.close());
-        std::error_code rename_error;
-        fs::rename(tmp_path, final_path, rename_error);
-        if (rename_error) {
-          return error(tmp_path, ": cannot rename to ", final_path.string(), ": ",
-                       rename_error.message());
-        }
-        return Status();
+        return tmp_path == final_path ? Status() : out_fs->rename(tmp_path, final_path);
       }();
       std::lock_guard<std::mutex> lock(mutex);
       if (!status.ok()) {
-        std::error_code ignored;
-        fs::remove(tmp_path, ignored);
+        if (tmp_path != final_path) (void)out_fs->remove(tmp_path);
         if (!failed) first_error = status;
         failed = true;
         return;
@@ -279,9 +279,7 @@ Result<ConversionSummary> convert_imagenet(const ConverterOptions& options) {
                  options.train_shards, ", ", options.validation_shards, ")");
   }
   if (options.output_dir.empty()) return error("--local_scratch_dir is required");
-  std::error_code ec;
-  fs::create_directories(options.output_dir, ec);
-  if (ec) return error(options.output_dir, ": cannot create: ", ec.message());
+  IC_RETURN_IF_ERROR(make_dirs(options.output_dir));
   IC_ASSIGN_OR_RETURN(const RawImageNet raw,
                       list_raw_imagenet(options.raw_data_dir, options.shuffle_seed));
   std::mutex log_mutex;  // workers report skipped images concurrently
@@ -317,10 +315,12 @@ Result<ConversionSummary> convert_imagenet(const ConverterOptions& options) {
     for (int shard = 0; shard < split.shards; ++shard) {
       std::string name = shard_name(split.summary->split, shard, split.shards);
       const ShardRange range = shard_range(split.images->size(), split.shards, shard);
-      std::error_code exists_error;
-      if (options.resume && fs::exists(fs::path(options.output_dir) / name, exists_error)) {
-        ++split.summary->shards_resumed;
-        continue;
+      if (options.resume) {
+        IC_ASSIGN_OR_RETURN(const bool done, path_exists(join_path(options.output_dir, name)));
+        if (done) {
+          ++split.summary->shards_resumed;
+          continue;
+        }
       }
       images_to_do += range.end - range.begin;
       pending.push_back({&split, range, std::move(name)});

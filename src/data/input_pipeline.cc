@@ -4,7 +4,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -12,6 +11,7 @@
 
 #include "data/example.h"
 #include "data/record_stream.h"
+#include "io/file_system.h"
 #include "io/tfrecord.h"
 
 namespace ic {
@@ -92,26 +92,22 @@ Result<std::vector<std::string>> list_input_files(const std::string& data_dir, b
     return error("shard ", shard_index, " of ", num_shards, " is not a valid input shard");
   }
   const std::string prefix = training ? "train-" : "validation-";
-  // Every filesystem call takes an error_code: a symlink loop or a vanished file must be an
-  // error naming it, not an exception.
-  std::error_code ec;
+  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(data_dir));
+  Result<std::vector<DirEntry>> entries = fs->list(data_dir);
+  if (!entries.ok()) return entries.status().with_context("cannot list --data_dir " + data_dir);
   std::vector<std::string> all;
-  for (std::filesystem::directory_iterator it(data_dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    std::error_code stat_error;
-    const bool regular = it->is_regular_file(stat_error);
-    if (stat_error) {
-      return error(it->path().string(), ": cannot read this input file: ", stat_error.message());
+  for (const DirEntry& entry : *entries) {
+    if (entry.name.rfind(prefix, 0) != 0) continue;
+    const std::string path = join_path(data_dir, entry.name);
+    if (!entry.problem.empty()) {
+      return error(path, ": cannot read this input file: ", entry.problem);
     }
-    if (!regular) {
-      return error(it->path().string(),
+    if (!entry.is_regular_file) {
+      return error(path,
                    ": is not a regular file (a directory?); input files must be TFRecord files");
     }
-    all.push_back(it->path().string());
+    all.push_back(path);
   }
-  if (ec) return error("cannot list --data_dir ", data_dir, ": ", ec.message());
   std::sort(all.begin(), all.end());
   if (!training && !all.empty() && all.size() < static_cast<size_t>(num_shards)) {
     // Fewer validation files than shards: shard 0 reads them all and the others none, so that

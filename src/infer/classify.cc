@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include "infer/npy.h"
 #include "infer/trained_model.h"
 #include "io/checkpoint_dir.h"
+#include "io/file_system.h"
 #include "io/safetensors.h"
 #include "models/model.h"
 #include "train/checkpoint_checks.h"
@@ -28,12 +28,14 @@ bool has_suffix(const std::string& text, const std::string& suffix) {
   });
 }
 
+// An image, .npy batch or label file larger than this is a mistake (a wrong path), not input.
+constexpr uint64_t kMaxInputBytes = uint64_t{4} << 30;
+
 // Appends the preprocessed images of one input to `images` and their names to `names`.
 Status load_input(const std::string& path, int height, int width, int64_t max_pixels,
                   std::vector<float>* images, std::vector<std::string>* names) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return error(path, ": is a directory, not an input file");
+  IC_ASSIGN_OR_RETURN(const bool is_dir, path_is_directory(path));
+  if (is_dir) return error(path, ": is a directory, not an input file");
   const size_t image_floats = static_cast<size_t>(height) * width * 3;
   if (has_suffix(path, ".npy")) {
     IC_ASSIGN_OR_RETURN(NpyArray array, read_npy(path));
@@ -51,9 +53,8 @@ Status load_input(const std::string& path, int height, int width, int64_t max_pi
     }
     return Status();
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error("cannot open input ", path);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Result<std::string> bytes = read_file_to_string(path, kMaxInputBytes);
+  if (!bytes.ok()) return bytes.status().with_context("cannot read input");
   PreprocessOptions options;
   options.training = false;
   options.height = height;
@@ -63,7 +64,7 @@ Status load_input(const std::string& path, int height, int width, int64_t max_pi
   PreprocessScratch scratch;
   const size_t at = images->size();
   images->resize(at + image_floats);
-  Status status = preprocess_image(bytes, {}, options, rng, &scratch, images->data() + at);
+  Status status = preprocess_image(*bytes, {}, options, rng, &scratch, images->data() + at);
   if (!status.ok()) return status.with_context(path);
   names->push_back(path);
   return Status();
@@ -72,8 +73,9 @@ Status load_input(const std::string& path, int height, int width, int64_t max_pi
 }  // namespace
 
 Result<std::map<int64_t, std::string>> read_label_names(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return error("cannot open --labels_file ", path);
+  Result<std::string> text = read_file_to_string(path, kMaxInputBytes);
+  if (!text.ok()) return text.status().with_context("cannot read --labels_file");
+  std::istringstream in(*text);
   std::map<int64_t, std::string> names;
   std::string line;
   int64_t line_number = 0;

@@ -2,8 +2,9 @@
 
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <sstream>
+
+#include "io/file_system.h"
 
 namespace ic {
 namespace {
@@ -35,9 +36,9 @@ Result<std::string> dict_value(const std::string& header, const std::string& key
 }  // namespace
 
 Result<NpyArray> read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error("cannot open ", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Result<std::string> read = read_file_to_string(path, uint64_t{16} << 30);
+  if (!read.ok()) return read.status().with_context("cannot read .npy");
+  const std::string& bytes = *read;
   if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0) {
     return error(path, ": not a .npy file (bad magic)");
   }
@@ -109,20 +110,13 @@ Status write_npy(const std::string& path, const NpyArray& array) {
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return error("cannot create ", path);
   const uint16_t len = static_cast<uint16_t>(header.size());
-  out.write(kMagic, 6);
-  const char version[2] = {1, 0};
-  out.write(version, 2);
-  const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  out.write(len_bytes, 2);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(array.data.data()),
-            static_cast<std::streamsize>(array.data.size() * sizeof(float)));
-  out.close();
-  if (!out) return error("error writing ", path);
-  return Status();
+  const char prefix[4] = {1, 0, static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  // Through the file-system seam: a local path or a gs:// object, never seen half-written.
+  return write_file_atomically(path,
+                               {std::string_view(kMagic, 6), std::string_view(prefix, 4), header,
+                                std::string_view(reinterpret_cast<const char*>(array.data.data()),
+                                                 array.data.size() * sizeof(float))});
 }
 
 }  // namespace ic

@@ -4,27 +4,23 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
-#include <system_error>
 
+#include "io/file_system.h"
 #include "io/safetensors.h"
 #include "io/tensor_bundle.h"
 
 namespace ic {
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr char kStateFile[] = "checkpoint";
 constexpr char kSafetensorsSuffix[] = ".safetensors";
 constexpr char kIndexSuffix[] = ".index";
+// A `checkpoint` index lists a few names; anything this large is not one.
+constexpr uint64_t kMaxStateFileBytes = uint64_t{64} << 20;
 constexpr char kTempMarker[] = ".tmp-";  // write_file_atomically's temp names: <path>.tmp-<pid>-<n>
 
-std::string join(const std::string& dir, const std::string& name) {
-  return (fs::path(dir) / name).string();
-}
+std::string join(const std::string& dir, const std::string& name) { return join_path(dir, name); }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
@@ -138,8 +134,9 @@ Result<CheckpointState> parse_checkpoint_state(const std::string& text, const st
 // The prefix an entry of `checkpoint` (or a user's path) stands for: joined to model_dir
 // unless absolute, without a .safetensors / .index suffix.
 std::string prefix_of(const std::string& model_dir, const std::string& entry) {
-  std::string path =
-      entry.empty() || fs::path(entry).is_absolute() ? entry : join(model_dir, entry);
+  std::string path = entry.empty() || entry.front() == '/' || has_url_scheme(entry)
+                         ? entry
+                         : join(model_dir, entry);
   for (const std::string_view suffix :
        {std::string_view(kSafetensorsSuffix), std::string_view(kIndexSuffix)}) {
     if (ends_with(path, suffix)) {
@@ -150,32 +147,29 @@ std::string prefix_of(const std::string& model_dir, const std::string& entry) {
   return path;
 }
 
+// An unreadable answer (a bucket that cannot be reached) counts as absent here; the read that
+// follows reports the real error.
 bool is_file(const std::string& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec);
+  const Result<bool> found = path_exists(path);
+  return found.ok() && *found;
 }
 
 // Deletes `path` if it exists; an error only when it exists and cannot be deleted.
 Status remove_if_present(const std::string& path, const char* what) {
-  if (std::remove(path.c_str()) != 0 && errno != ENOENT) {
-    return error(path, ": cannot delete ", what, ": ", std::strerror(errno));
-  }
-  return Status();
+  Status removed = remove_file(path);
+  return removed.ok() ? removed : removed.with_context(std::string("deleting ") + what);
 }
 
 // The bundle's files: the index first, so that no index ever describes missing data, then
 // every data shard (<prefix>.data-*).
 Status remove_bundle_files(const std::string& prefix) {
   IC_RETURN_IF_ERROR(remove_if_present(bundle_index_path(prefix), "checkpoint index"));
-  const fs::path p(prefix);
-  const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
-  const std::string data_start = p.filename().string() + ".data-";
-  std::error_code ec;
+  const std::string data_start = base_name(prefix) + ".data-";
+  IC_ASSIGN_OR_RETURN(const std::vector<std::string> data_files,
+                      list_files(parent_path(prefix), data_start));
   Status status;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().rfind(data_start, 0) == 0 && status.ok()) {
-      status = remove_if_present(it->path().string(), "checkpoint data");
-    }
+  for (const std::string& file : data_files) {
+    if (status.ok()) status = remove_if_present(file, "checkpoint data");
   }
   return status;
 }
@@ -222,7 +216,7 @@ std::string checkpoint_path(const std::string& model_dir, int64_t step, Checkpoi
 }
 
 std::optional<int64_t> checkpoint_step(const std::string& path) {
-  std::string name = fs::path(path).filename().string();
+  std::string name = base_name(path);
   if (ends_with(name, kSafetensorsSuffix))
     name.resize(name.size() - std::strlen(kSafetensorsSuffix));
   const size_t dash = name.rfind('-');
@@ -267,16 +261,11 @@ std::string checkpoint_state_text(const CheckpointState& state) {
 
 Result<std::optional<CheckpointState>> read_checkpoint_state(const std::string& model_dir) {
   const std::string path = join(model_dir, kStateFile);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!fs::exists(path, ec) && !ec) return std::optional<CheckpointState>();
-    return error(path, ": cannot open: ", std::strerror(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return error(path, ": read failed");
-  IC_ASSIGN_OR_RETURN(CheckpointState state, parse_checkpoint_state(text.str(), path));
+  IC_ASSIGN_OR_RETURN(const bool present, path_exists(path));
+  if (!present) return std::optional<CheckpointState>();
+  Result<std::string> text = read_file_to_string(path, kMaxStateFileBytes);
+  if (!text.ok()) return text.status();
+  IC_ASSIGN_OR_RETURN(CheckpointState state, parse_checkpoint_state(*text, path));
   return std::optional<CheckpointState>(std::move(state));
 }
 
@@ -284,9 +273,7 @@ Status save_checkpoint(const std::string& model_dir, int64_t step,
                        const std::map<std::string, std::string>& metadata,
                        const std::vector<TensorView>& tensors, int keep_max,
                        CheckpointFormat format) {
-  std::error_code ec;
-  fs::create_directories(model_dir, ec);
-  if (ec) return error(model_dir, ": cannot create directory: ", ec.message());
+  IC_RETURN_IF_ERROR(make_dirs(model_dir));
 
   const std::string prefix = checkpoint_prefix(model_dir, step);
   IC_RETURN_IF_ERROR(check_same_step_run(prefix, metadata));
@@ -301,7 +288,7 @@ Status save_checkpoint(const std::string& model_dir, int64_t step,
   }
 
   IC_ASSIGN_OR_RETURN(std::optional<CheckpointState> previous, read_checkpoint_state(model_dir));
-  const std::string name = fs::path(prefix).filename().string();  // "model.ckpt-<step>"
+  const std::string name = base_name(prefix);  // "model.ckpt-<step>"
   CheckpointState state;
   state.model_checkpoint_path = name;
   std::vector<std::string> to_delete;
@@ -330,12 +317,13 @@ Status save_checkpoint(const std::string& model_dir, int64_t step,
     if (status.ok()) status = removed;
   }
   // Temp files of saves that were interrupted (a crash between create and rename).
-  for (fs::directory_iterator it(model_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string file = it->path().filename().string();
-    const bool ours = file.rfind("model.ckpt-", 0) == 0 || file.rfind(kStateFile, 0) == 0;
-    if (ours && file.find(kTempMarker) != std::string::npos) {
-      std::error_code ignored;
-      fs::remove(it->path(), ignored);
+  // (Object stores write whole objects and leave none; listing costs a request there.)
+  if (!has_url_scheme(model_dir) || model_dir.rfind("file://", 0) == 0) {
+    const Result<std::vector<std::string>> files = list_files(model_dir);
+    for (const std::string& path : files.ok() ? *files : std::vector<std::string>()) {
+      const std::string file = base_name(path);
+      const bool ours = file.rfind("model.ckpt-", 0) == 0 || file.rfind(kStateFile, 0) == 0;
+      if (ours && file.find(kTempMarker) != std::string::npos) (void)remove_file(path);
     }
   }
   return status;

@@ -1,11 +1,11 @@
 #include "io/checkpoint_recovery.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <regex>
 
 #include "io/checkpoint_dir.h"
+#include "io/file_system.h"
 
 namespace ic {
 namespace {
@@ -16,10 +16,10 @@ namespace {
 std::vector<std::pair<int64_t, std::string>> checkpoints_on_disk(const std::string& model_dir) {
   static const std::regex kName(R"(model\.ckpt-(\d{1,18})\.(index|safetensors))");
   std::map<int64_t, std::string, std::greater<>> found;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {
+  const Result<std::vector<std::string>> files = list_files(model_dir, "model.ckpt-");
+  for (const std::string& file : files.ok() ? *files : std::vector<std::string>()) {
     std::smatch m;
-    const std::string name = entry.path().filename().string();
+    const std::string name = base_name(file);
     if (!std::regex_match(name, m, kName)) continue;
     const int64_t step = std::stoll(m[1].str());
     const std::string path = resolve_checkpoint_path(model_dir, "model.ckpt-" + m[1].str());
@@ -34,7 +34,7 @@ Result<std::optional<ResumePoint>> find_resume_point(const std::string& model_di
                                                      const CheckpointCheck& usable) {
   ResumePoint point;
   std::vector<std::pair<int64_t, std::string>> candidates = checkpoints_on_disk(model_dir);
-  const std::string index_file = (std::filesystem::path(model_dir) / "checkpoint").string();
+  const std::string index_file = join_path(model_dir, "checkpoint");
 
   // What the index names, if it can be read; it is one candidate among the files.
   std::optional<std::string> listed;

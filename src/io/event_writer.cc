@@ -5,9 +5,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <system_error>
 
 #include "io/tfrecord.h"
 #include "proto/event.pb.h"
@@ -30,24 +29,28 @@ double event_wall_time() {
 }
 
 Result<std::unique_ptr<EventWriter>> EventWriter::create(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return error(dir, ": cannot create directory: ", ec.message());
+  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(dir));
+  IC_RETURN_IF_ERROR(fs->make_dirs(dir));
 
   const double wall_time = event_wall_time();
   // TF's EventsWriter: "%s.out.tfevents.%010lld.%s" with the prefix "events".
   char stem[64];
   std::snprintf(stem, sizeof(stem), "events.out.tfevents.%010" PRId64 ".",
                 static_cast<int64_t>(wall_time));
-  const std::string base = (std::filesystem::path(dir) / (stem + hostname())).string();
+  const std::string base = join_path(dir, stem + hostname());
 
   auto writer = std::make_unique<EventWriter>(Token{});
   for (int attempt = 0; attempt < 1000 && !writer->file_; ++attempt) {
     writer->path_ = attempt == 0 ? base : base + "." + std::to_string(attempt);
-    // "x": never append to (or clobber) another writer's file.
-    writer->file_.reset(std::fopen(writer->path_.c_str(), "wbx"));
-    if (!writer->file_ && errno != EEXIST) {
-      return error(writer->path_, ": cannot create event file: ", std::strerror(errno));
+    // Exclusive: never append to (or clobber) another writer's file.
+    IC_ASSIGN_OR_RETURN(const bool taken, fs->exists(writer->path_));
+    if (taken) continue;
+    Result<std::unique_ptr<WritableFile>> file = fs->open_write(writer->path_, true);
+    if (file.ok()) {
+      writer->file_ = std::move(*file);
+    } else {
+      const Result<bool> raced = fs->exists(writer->path_);  // another writer took the name
+      if (!raced.ok() || !*raced) return file.status().with_context("cannot create event file");
     }
   }
   if (!writer->file_) return error(base, ": cannot find a free event file name");
@@ -61,15 +64,19 @@ Result<std::unique_ptr<EventWriter>> EventWriter::create(const std::string& dir)
 }
 
 EventWriter::~EventWriter() {
-  if (file_) std::fflush(file_.get());
+  if (file_) (void)file_->close();
+}
+
+Status EventWriter::close() {
+  if (!file_) return Status();
+  const std::unique_ptr<WritableFile> file = std::move(file_);
+  return file->close();
 }
 
 Status EventWriter::write_event(const std::string& serialized) {
   const std::string record = frame_tfrecord(serialized);
-  if (std::fwrite(record.data(), 1, record.size(), file_.get()) != record.size()) {
-    return error(path_, ": write failed: ", std::strerror(errno));
-  }
-  return Status();
+  if (!file_) return error(path_, ": write after close");
+  return file_->append(record);
 }
 
 Status EventWriter::add_scalar(const std::string& tag, double value, int64_t step) {
@@ -91,8 +98,8 @@ Status EventWriter::add_scalars(const std::vector<std::pair<std::string, double>
 }
 
 Status EventWriter::flush() {
-  if (std::fflush(file_.get()) != 0) return error(path_, ": flush failed: ", std::strerror(errno));
-  return Status();
+  if (!file_) return Status();
+  return file_->flush();
 }
 
 }  // namespace ic

@@ -5,13 +5,13 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "io/file_system.h"
 
 namespace ic {
 
@@ -20,14 +20,17 @@ class EventWriter {
   // Creates `dir` (and parents) if needed and a new event file in it. When a file of that name
   // already exists (two writers in one second) a ".<n>" suffix keeps them apart.
   static Result<std::unique_ptr<EventWriter>> create(const std::string& dir);
-  ~EventWriter();  // flushes and closes quietly
+  ~EventWriter();  // flushes and closes quietly (errors are lost: call close() to see them)
+  // Flushes and closes; later adds fail.
+  Status close();
   EventWriter(const EventWriter&) = delete;
   EventWriter& operator=(const EventWriter&) = delete;
 
   Status add_scalar(const std::string& tag, double value, int64_t step);
   // Several scalars of one step in one Event (as Estimator writes eval results).
   Status add_scalars(const std::vector<std::pair<std::string, double>>& values, int64_t step);
-  // Pushes buffered events to the OS so TensorBoard (another process) sees them.
+  // Makes the events so far visible to TensorBoard (another process): locally a flush to the
+  // OS, in a bucket a rewrite of the whole object (objects cannot be appended to).
   Status flush();
   const std::string& path() const { return path_; }
 
@@ -42,10 +45,7 @@ class EventWriter {
  private:
   Status write_event(const std::string& serialized);
 
-  struct FileCloser {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-  };
-  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::unique_ptr<WritableFile> file_;
   std::string path_;
 };
 

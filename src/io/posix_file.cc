@@ -56,7 +56,8 @@ Status read_all(int fd, void* data, size_t size, uint64_t offset) {
   return Status();
 }
 
-Status write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces) {
+Status write_posix_file_atomically(const std::string& path,
+                                   const std::vector<std::string_view>& pieces) {
   const std::string temp = temp_path_for(path);
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (fd.get() < 0) return error(temp, ": cannot create: ", std::strerror(errno));

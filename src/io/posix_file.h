@@ -54,6 +54,7 @@ Status read_all(int fd, void* data, size_t size, uint64_t offset);
 // Temp file (<path>.tmp-<pid>-<n>) + fsync + rename + directory fsync, for any file that must
 // never be seen half-written: a crash leaves the old file or the new one, never a mix. The
 // pieces are written one after another.
-Status write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces);
+Status write_posix_file_atomically(const std::string& path,
+                                   const std::vector<std::string_view>& pieces);
 
 }  // namespace ic

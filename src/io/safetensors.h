@@ -15,7 +15,6 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "io/checkpoint_contents.h"
-#include "io/posix_file.h"
 
 namespace ic {
 

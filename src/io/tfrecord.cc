@@ -1,10 +1,6 @@
 // TFRecord framing: TensorFlow's record_writer.cc / record_reader.cc, byte for byte.
 #include "io/tfrecord.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 
 namespace ic {
@@ -12,7 +8,6 @@ namespace {
 
 constexpr size_t kHeaderBytes = 12;  // uint64 length + uint32 masked crc of the length
 constexpr size_t kFooterBytes = 4;   // uint32 masked crc of the data
-constexpr size_t kStdioBufferBytes = size_t{1} << 20;
 
 void put_u32(char* out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xffu);
@@ -51,17 +46,11 @@ std::string frame_tfrecord(std::string_view data) {
 Result<TfRecordReader> TfRecordReader::open(const std::string& path) {
   TfRecordReader reader;
   reader.path_ = path;
-  reader.file_.reset(std::fopen(path.c_str(), "rb"));
-  if (!reader.file_) return error(path, ": cannot open for reading: ", std::strerror(errno));
-  struct stat st {};
-  if (fstat(fileno(reader.file_.get()), &st) != 0) {
-    return error(path, ": cannot stat: ", std::strerror(errno));
-  }
-  reader.file_size_ = static_cast<uint64_t>(st.st_size);
-  // Not zero-filled: stdio writes before it reads, and clearing 1 MiB per file opened
-  // dominated reading small files (event files, the fuzzer's inputs).
-  reader.buffer_ = std::make_unique_for_overwrite<char[]>(kStdioBufferBytes);
-  std::setvbuf(reader.file_.get(), reader.buffer_.get(), _IOFBF, kStdioBufferBytes);
+  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(path));
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs->open_read(path));
+  reader.file_size_ = file->size();
+  reader.file_ = std::make_unique<BufferedReader>(std::move(file), fs->read_buffer_bytes(),
+                                                  fs->wants_read_ahead());
   return reader;
 }
 
@@ -73,9 +62,8 @@ Result<bool> TfRecordReader::read(std::string* record) {
   can_skip_ = false;
   const uint64_t start = offset_;
   char header[kHeaderBytes];
-  const size_t got = std::fread(header, 1, kHeaderBytes, file_.get());
-  if (got == 0 && std::feof(file_.get())) return false;  // clean end of file
-  if (std::ferror(file_.get())) return error(path_, ": read error at byte ", start);
+  IC_ASSIGN_OR_RETURN(const size_t got, file_->read(header, kHeaderBytes));
+  if (got == 0) return false;  // clean end of file
   if (got < kHeaderBytes) {
     return corrupt(start, "truncated header (" + std::to_string(got) + " of 12 bytes)");
   }
@@ -92,9 +80,9 @@ Result<bool> TfRecordReader::read(std::string* record) {
   }
   record->resize(length);
   char footer[kFooterBytes];
-  if (std::fread(record->data(), 1, length, file_.get()) != length ||
-      std::fread(footer, 1, kFooterBytes, file_.get()) != kFooterBytes) {
-    if (std::ferror(file_.get())) return error(path_, ": read error at byte ", start);
+  IC_ASSIGN_OR_RETURN(const size_t data_got, file_->read(record->data(), length));
+  IC_ASSIGN_OR_RETURN(const size_t footer_got, file_->read(footer, kFooterBytes));
+  if (data_got != length || footer_got != kFooterBytes) {
     return corrupt(start, "truncated record (file shrank while reading)");
   }
   offset_ = end;
@@ -110,7 +98,7 @@ Result<bool> TfRecordReader::read(std::string* record) {
 bool TfRecordReader::skip_corrupt() {
   if (!can_skip_) return false;
   can_skip_ = false;
-  if (std::fseek(file_.get(), static_cast<long>(resume_offset_), SEEK_SET) != 0) return false;
+  file_->seek(resume_offset_);
   offset_ = resume_offset_;
   return true;
 }
@@ -133,10 +121,8 @@ Status TfRecordReader::seek(uint64_t offset) {
 Result<TfRecordWriter> TfRecordWriter::create(const std::string& path) {
   TfRecordWriter writer;
   writer.path_ = path;
-  writer.file_.reset(std::fopen(path.c_str(), "wb"));
-  if (!writer.file_) return error(path, ": cannot open for writing: ", std::strerror(errno));
-  writer.buffer_ = std::make_unique<char[]>(kStdioBufferBytes);
-  std::setvbuf(writer.file_.get(), writer.buffer_.get(), _IOFBF, kStdioBufferBytes);
+  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(path));
+  IC_ASSIGN_OR_RETURN(writer.file_, fs->open_write(path));
   return writer;
 }
 
@@ -146,24 +132,18 @@ Status TfRecordWriter::write(std::string_view record) {
   make_header(record.size(), header);
   char footer[kFooterBytes];
   put_u32(footer, mask_crc32c(crc32c(record.data(), record.size())));
-  std::FILE* f = file_.get();
-  if (std::fwrite(header, 1, kHeaderBytes, f) != kHeaderBytes ||
-      std::fwrite(record.data(), 1, record.size(), f) != record.size() ||
-      std::fwrite(footer, 1, kFooterBytes, f) != kFooterBytes) {
-    return error(path_, ": write failed at byte ", bytes_written_, ": ", std::strerror(errno));
-  }
+  Status written = file_->append(std::string_view(header, kHeaderBytes));
+  if (written.ok()) written = file_->append(record);
+  if (written.ok()) written = file_->append(std::string_view(footer, kFooterBytes));
+  if (!written.ok()) return written.with_context("at byte " + std::to_string(bytes_written_));
   bytes_written_ += kHeaderBytes + record.size() + kFooterBytes;
   return Status();
 }
 
 Status TfRecordWriter::close() {
   if (!file_) return Status();
-  std::FILE* f = file_.release();
-  bool ok = std::fflush(f) == 0 && fsync(fileno(f)) == 0;
-  const int saved_errno = errno;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) return error(path_, ": cannot flush and close: ", std::strerror(saved_errno));
-  return Status();
+  const std::unique_ptr<WritableFile> file = std::move(file_);
+  return file->close();
 }
 
 }  // namespace ic

@@ -4,12 +4,12 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "core/status.h"
+#include "io/file_system.h"
 
 namespace ic {
 
@@ -39,14 +39,9 @@ class TfRecordReader {
   const std::string& path() const { return path_; }
 
  private:
-  struct FileCloser {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-  };
   Status corrupt(uint64_t at, const std::string& what) const;
 
-  // Declared before file_ so the stdio buffer outlives the FILE that uses it.
-  std::unique_ptr<char[]> buffer_;
-  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::unique_ptr<BufferedReader> file_;
   std::string path_;
   uint64_t file_size_ = 0;
   uint64_t offset_ = 0;
@@ -54,8 +49,8 @@ class TfRecordReader {
   bool can_skip_ = false;       // the last error left a readable length behind it
 };
 
-// Writes records. close() flushes and reports any write error; a writer destroyed without
-// close() closes quietly.
+// Writes records (through the path's FileSystem). close() flushes and reports any write error;
+// a writer destroyed without close() closes quietly (on an object store: writes nothing).
 class TfRecordWriter {
  public:
   static Result<TfRecordWriter> create(const std::string& path);
@@ -65,11 +60,7 @@ class TfRecordWriter {
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  struct FileCloser {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-  };
-  std::unique_ptr<char[]> buffer_;  // before file_: outlives it
-  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::unique_ptr<WritableFile> file_;
   std::string path_;
   uint64_t bytes_written_ = 0;
 };

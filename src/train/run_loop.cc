@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <iomanip>
 #include <optional>
 #include <sstream>
@@ -14,6 +13,7 @@
 #include "io/checkpoint_dir.h"
 #include "io/checkpoint_recovery.h"
 #include "io/event_writer.h"
+#include "io/file_system.h"
 #include "io/model_dir_lock.h"
 #include "models/summary.h"
 #include "train/batch_source.h"
@@ -168,12 +168,14 @@ Status Session::prepare_training() {
   IC_ASSIGN_OR_RETURN(train_graph_, build_model(m));
   IC_ASSIGN_OR_RETURN(state_, ModelState::create(backend_, train_graph_, recipe_.optimizer, true,
                                                  options_.moving_average));
-  std::error_code ec;
-  std::filesystem::create_directories(options_.model_dir, ec);
-  if (ec) return error("cannot create --model_dir ", options_.model_dir, ": ", ec.message());
+  Status made = make_dirs(options_.model_dir);
+  if (!made.ok()) return made.with_context("cannot create --model_dir");
   // The leader writes the model_dir (the other replicas share it); nobody else may.
-  if (leader_) {
-    IC_ASSIGN_OR_RETURN(lock_, ModelDirLock::acquire(options_.model_dir));
+  // A bucket has no locks (docs/tutorial.md): one trainer per gs:// model_dir is up to the user.
+  const bool file_url = options_.model_dir.rfind("file://", 0) == 0;
+  if (leader_ && (!has_url_scheme(options_.model_dir) || file_url)) {
+    IC_ASSIGN_OR_RETURN(
+        lock_, ModelDirLock::acquire(file_url ? options_.model_dir.substr(7) : options_.model_dir));
   }
   // The newest usable checkpoint, recovered from the files when the index is lost or the
   // newest save is damaged (io/checkpoint_recovery.h).
@@ -247,8 +249,8 @@ Status Session::prepare_training() {
 
 Status Session::warm_start() {
   std::string path = options_.warm_start_from;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+  IC_ASSIGN_OR_RETURN(const bool is_dir, path_is_directory(path));
+  if (is_dir) {
     IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(path));
     if (!latest) return error("--warm_start_from=", path, ": no checkpoint in that directory");
     path = *latest;

@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# gs:// end to end against a real Cloud Storage emulator (scripts/test.sh runs it after the
+# Release tests; it needs build/bin). gcp-storage-emulator from PyPI runs on a free loopback
+# port in a virtual environment made once from the pinned requirements.txt (cached under
+# ${XDG_CACHE_HOME:-~/.cache}/inception.cpp/), and STORAGE_EMULATOR_HOST points the programs at
+# it, as it does Google's own clients. The same steps run on local paths, and the results must
+# be equal:
+#   1. make_fake_imagenet and imagenet_to_tfrecord write their shards to gs:// (byte-equal to
+#      the local ones; --resume finds them there)
+#   2. inception_v3 --mode=train_and_eval reads them from gs:// and writes checkpoints and
+#      events to a gs:// model_dir, while a --mode=eval process follows that model_dir
+#   3. a restart resumes from the gs:// checkpoint; the final checkpoint's tensors equal the
+#      local run's, bit for bit
+#   4. classify reads the model and an image from gs://; its logits equal the local ones
+#   5. through tests/storage/fault_proxy.py (503s, dropped connections, stalls): retries
+#      recover and training gives the same tensors; a failure that outlasts the retries is an
+#      error naming the gs:// object; the `checkpoint` object then names only complete saves
+#   6. a trainer killed (SIGKILL) in mid-save leaves only complete checkpoints listed, and a
+#      restart resumes from the newest
+# Anything that cannot be installed or run fails the script; nothing is skipped.
+#   usage: tests/storage/run.sh            (IC_BIN_DIR=... for another build's bin directory)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+here=$root/tests/storage
+bin=${IC_BIN_DIR:-$root/build/bin}
+python=${PYTHON:-python3}
+
+say() { echo "storage: $*"; }
+die() {
+  echo "storage: FAILED: $*" >&2
+  exit 1
+}
+
+for tool in inception_v3 make_fake_imagenet classify inspect_checkpoint; do
+  [[ -x $bin/$tool ]] || die "$bin/$tool is not built (cmake --build build first)"
+done
+command -v "$python" >/dev/null || die "$python not found"
+command -v curl >/dev/null || die "curl not found (Debian: apt-get install curl)"
+
+key=$({
+  "$python" -c 'import sys; print(sys.version)'
+  cat "$here/requirements.txt"
+} | sha256sum | cut -c1-16)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/inception.cpp
+venv=$cache/storage-venv-$key
+if [[ ! -f $venv/.complete ]]; then
+  say "making the Python environment $venv (gcp-storage-emulator from PyPI, once)"
+  rm -rf "$venv"
+  mkdir -p "$cache"
+  "$python" -m venv "$venv" ||
+    die "cannot create a virtual environment with $python -m venv (Debian: apt-get install python3-venv)"
+  "$venv/bin/pip" install --disable-pip-version-check --no-input -q -r "$here/requirements.txt" ||
+    die "cannot install the pinned packages of tests/storage/requirements.txt from PyPI"
+  [[ -x $venv/bin/gcp-storage-emulator ]] || die "gcp-storage-emulator is missing from $venv"
+  touch "$venv/.complete"
+fi
+
+work=$(mktemp -d)
+[[ -n ${KEEP_WORK:-} ]] && say "keeping $work"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() {  # url
+  for _ in $(seq 100); do
+    curl -sf -o /dev/null "$1" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+bucket=ic-test
+emulator_port=$(free_port)
+"$venv/bin/gcp-storage-emulator" start --host=127.0.0.1 --port="$emulator_port" --in-memory \
+  --default-bucket="$bucket" --quiet >"$work/emulator.log" 2>&1 &
+pids+=($!)
+emulator=http://127.0.0.1:$emulator_port
+wait_for "$emulator/storage/v1/b/$bucket" || {
+  cat "$work/emulator.log" >&2
+  die "the emulator did not start on $emulator"
+}
+export STORAGE_EMULATOR_HOST=$emulator
+unset GOOGLE_APPLICATION_CREDENTIALS
+say "emulator on $emulator, bucket gs://$bucket"
+
+run() {  # name command...: output in $work/<name>.log, shown if it fails
+  local name=$1
+  shift
+  local rc=0 start=$SECONDS
+  "$@" >"$work/$name.log" 2>&1 || rc=$?
+  [[ -n ${VERBOSE:-} ]] && say "  $name: $((SECONDS - start)) s"
+  if ((rc != 0)); then
+    cat "$work/$name.log" >&2
+    die "$name: $* exited with $rc"
+  fi
+}
+download() {  # object destination
+  curl -sf -o "$2" "$STORAGE_EMULATOR_HOST/storage/v1/b/$bucket/o/$("$python" -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1")?alt=media"
+}
+objects() {  # prefix: the object names under it
+  curl -sf "$STORAGE_EMULATOR_HOST/storage/v1/b/$bucket/o?prefix=$1" |
+    "$python" -c 'import json,sys; [print(i["name"]) for i in json.load(sys.stdin).get("items", [])]'
+}
+same_checkpoint() {  # checkpoint-a checkpoint-b what
+  run inspect_a "$bin/inspect_checkpoint" --file_name="$1" --write_safetensors="$work/a.safetensors"
+  run inspect_b "$bin/inspect_checkpoint" --file_name="$2" --write_safetensors="$work/b.safetensors"
+  "$python" "$here/same_tensors.py" "$work/a.safetensors" "$work/b.safetensors" ||
+    die "$3: $1 and $2 differ"
+}
+
+data_flags=(--num_train_images=48 --num_validation_images=8 --train_shards=3 --validation_shards=1
+            --image_size=80 --num_classes=10 --seed=5 --num_threads=2)
+tiny=(--use_tpu=False --num_threads=1 --iterations=2 --train_batch_size=2 --eval_batch_size=2
+      --width=75 --height=75 --depth_multiplier=0.1 --num_classes=11 --save_checkpoints_secs=0
+      --num_parallel_calls=1 --seed=3 --train_steps_per_eval=2 --eval_total_size=8)
+gs=gs://$bucket
+
+say "1/6: the converter's shards go to gs://"
+run data_local "$bin/make_fake_imagenet" --output_dir="$work/data" "${data_flags[@]}"
+run data_gs "$bin/make_fake_imagenet" --output_dir="$gs/data" "${data_flags[@]}"
+for f in train-00000-of-00003 train-00002-of-00003 validation-00000-of-00001; do
+  download "data/$f" "$work/$f.from_gs" || die "gs://$bucket/data/$f was not written"
+  cmp -s "$work/data/$f" "$work/$f.from_gs" || die "gs://$bucket/data/$f differs from the local shard"
+done
+# The ImageNet converter too, from a local raw tree (and --resume skips what the bucket has).
+run raw_tree "$bin/make_fake_imagenet" --output_dir="$work/raw_tree" --raw_layout \
+  --num_train_images=12 --num_validation_images=4 --image_size=64 --num_classes=3 --seed=2
+convert=(--raw_data_dir="$work/raw_tree" --train_shards=2 --validation_shards=1 --num_threads=2)
+run convert_local "$bin/imagenet_to_tfrecord" "${convert[@]}" --local_scratch_dir="$work/converted"
+run convert_gs "$bin/imagenet_to_tfrecord" "${convert[@]}" --local_scratch_dir="$gs/converted"
+for f in train-00000-of-00002 train-00001-of-00002 validation-00000-of-00001; do
+  download "converted/$f" "$work/$f.converted" || die "gs://$bucket/converted/$f was not written"
+  cmp -s "$work/converted/$f" "$work/$f.converted" ||
+    die "gs://$bucket/converted/$f differs from the local shard"
+done
+run convert_resume "$bin/imagenet_to_tfrecord" "${convert[@]}" --local_scratch_dir="$gs/converted" \
+  --resume
+grep -q "resumed" "$work/convert_resume.log" || die "--resume did not find the shards in the bucket"
+
+say "2/6: train_and_eval from and to gs://, with an eval process following the model_dir"
+"$bin/inception_v3" --mode=eval --data_dir="$gs/data" --model_dir="$gs/model" "${tiny[@]}" \
+  --train_steps=6 --eval_timeout=300 >"$work/follow.log" 2>&1 &
+follower=$!
+pids+=($follower)
+run train_gs "$bin/inception_v3" --mode=train_and_eval --data_dir="$gs/data" \
+  --model_dir="$gs/model" "${tiny[@]}" --train_steps=4
+run train_local "$bin/inception_v3" --mode=train_and_eval --data_dir="$work/data" \
+  --model_dir="$work/model" "${tiny[@]}" --train_steps=4
+objects model/ >"$work/model_objects.txt"
+for name in checkpoint model.ckpt-4.index model.ckpt-4.data-00000-of-00001; do
+  grep -qx "model/$name" "$work/model_objects.txt" || die "gs://$bucket/model/$name is missing"
+done
+grep -q '^model/events.out.tfevents' "$work/model_objects.txt" || die "no training event file in gs://$bucket/model"
+grep -q '^model/eval/events.out.tfevents' "$work/model_objects.txt" || die "no eval event file in gs://$bucket/model/eval"
+same_checkpoint "$gs/model/model.ckpt-4" "$work/model/model.ckpt-4" "after 4 steps"
+
+say "3/6: a restart resumes from the gs:// checkpoint"
+run resume_gs "$bin/inception_v3" --mode=train_and_eval --data_dir="$gs/data" \
+  --model_dir="$gs/model" "${tiny[@]}" --train_steps=6
+grep -qF "Restoring parameters from $gs/model/model.ckpt-4 (global step 4)" "$work/resume_gs.log" || {
+  cat "$work/resume_gs.log" >&2
+  die "the restart did not resume from $gs/model/model.ckpt-4"
+}
+run resume_local "$bin/inception_v3" --mode=train_and_eval --data_dir="$work/data" \
+  --model_dir="$work/model" "${tiny[@]}" --train_steps=6
+same_checkpoint "$gs/model/model.ckpt-6" "$work/model/model.ckpt-6" "after resuming to step 6"
+wait "$follower" || {
+  cat "$work/follow.log" >&2
+  die "--mode=eval following $gs/model failed"
+}
+grep -qF "Evaluation finished after training step 6" "$work/follow.log" || {
+  cat "$work/follow.log" >&2
+  die "--mode=eval did not follow $gs/model to step 6"
+}
+
+say "4/6: classify reads the model and an image from gs://"
+run raw "$bin/make_fake_imagenet" --output_dir="$work/raw" --raw_layout --num_train_images=2 \
+  --num_validation_images=1 --image_size=80 --num_classes=10 --seed=5
+image=$(find "$work/raw" -name '*.JPEG' | sort | head -1)
+[[ -n $image ]] || die "make_fake_imagenet --raw_layout wrote no JPEG"
+curl -sf -X POST --data-binary @"$image" -H "Content-Type: image/jpeg" \
+  "$STORAGE_EMULATOR_HOST/upload/storage/v1/b/$bucket/o?uploadType=media&name=images%2Fcat.JPEG" \
+  >/dev/null || die "cannot upload a test image to the emulator"
+run classify_gs "$bin/classify" --model_dir="$gs/model" --num_threads=1 \
+  --logits_out="$work/gs.npy" "$gs/images/cat.JPEG"
+run classify_local "$bin/classify" --model_dir="$work/model" --num_threads=1 \
+  --logits_out="$work/local.npy" "$image"
+cmp -s "$work/gs.npy" "$work/local.npy" || die "classify's logits differ between gs:// and local"
+
+say "5/6: faults between the programs and the emulator"
+proxy_port=$(free_port)
+rules=$work/rules.json
+echo '[]' >"$rules"
+"$venv/bin/python" "$here/fault_proxy.py" --port="$proxy_port" --upstream="127.0.0.1:$emulator_port" \
+  --rules="$rules" --log="$work/proxy.log" >"$work/proxy.out" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$proxy_port/storage/v1/b/$bucket" || die "the fault proxy did not start"
+export STORAGE_EMULATOR_HOST=http://127.0.0.1:$proxy_port
+export IC_STORAGE_RETRY_DELAY_MS=20 IC_STORAGE_TIMEOUT_S=3
+cat >"$rules" <<'JSON'
+[{"match": "alt=media", "action": "stall", "seconds": 6, "first": 1},
+ {"match": "PUT", "action": "stall", "seconds": 5, "first": 1},
+ {"match": "PUT", "action": "reset", "every": 4},
+ {"match": "GET", "action": "reset", "every": 5},
+ {"match": "POST", "action": "503", "every": 3},
+ {"match": "", "action": "503", "every": 4}]
+JSON
+# 256 KiB upload chunks: every checkpoint data object goes up as a resumable upload.
+IC_STORAGE_UPLOAD_CHUNK_BYTES=262144 run train_faults "$bin/inception_v3" --mode=train_and_eval --data_dir="$gs/data" \
+  --model_dir="$gs/model_faults" "${tiny[@]}" --train_steps=4
+for fault in stall reset 503; do
+  grep -q " $fault\$" "$work/proxy.log" || die "the proxy injected no '$fault' (rules not exercised)"
+done
+grep -q "retrying" "$work/train_faults.log" || die "the trainer logged no retry"
+grep -q "^PUT .*upload_id=.* reset\$" "$work/proxy.log" || die "no resumable upload chunk was dropped"
+same_checkpoint "$gs/model_faults/model.ckpt-4" "$work/model/model.ckpt-4" "training through faults"
+
+# A complete save at step 2, then every upload of the step-4 save fails, more times than the
+# retries allow.
+echo '[]' >"$rules"
+run train_to_2 "$bin/inception_v3" --mode=train --data_dir="$gs/data" --model_dir="$gs/model_fail" \
+  "${tiny[@]}" --train_steps=2
+echo '[{"match": "model.ckpt-4", "action": "503"}]' >"$rules"
+rc=0
+IC_STORAGE_RETRIES=3 "$bin/inception_v3" --mode=train --data_dir="$gs/data" \
+  --model_dir="$gs/model_fail" "${tiny[@]}" --train_steps=4 >"$work/train_fail.log" 2>&1 || rc=$?
+((rc != 0)) || die "training went on although every upload of model.ckpt-4 failed"
+cat "$work/train_fail.log" | grep -v "retrying" | tail -3
+grep -qF "gs://$bucket/model_fail/model.ckpt-4" "$work/train_fail.log" || {
+  cat "$work/train_fail.log" >&2
+  die "the error does not name the object that could not be written"
+}
+echo '[]' >"$rules"
+download model_fail/checkpoint "$work/fail_checkpoint" || die "no checkpoint object in gs://$bucket/model_fail"
+grep -q 'model.ckpt-4' "$work/fail_checkpoint" && die "the checkpoint object names the failed save"
+listed=$(sed -n 's/^all_model_checkpoint_paths: "\(.*\)"$/\1/p' "$work/fail_checkpoint")
+[[ -n $listed ]] || die "the checkpoint object lists no checkpoint"
+for name in $listed; do
+  run "inspect_$name" "$bin/inspect_checkpoint" --file_name="$gs/model_fail/$name" ||
+    die "$name, named by the checkpoint object, is not complete"
+done
+
+say "6/6: a trainer killed (SIGKILL) while it saves to gs:// leaves only complete checkpoints"
+export STORAGE_EMULATOR_HOST=$emulator
+unset IC_STORAGE_RETRY_DELAY_MS IC_STORAGE_TIMEOUT_S
+for round in 1 2 3; do
+  "$bin/inception_v3" --mode=train --data_dir="$gs/data" --model_dir="$gs/model_kill" "${tiny[@]}" \
+    --train_steps=100000 --save_checkpoints_secs=1 >"$work/kill_$round.log" 2>&1 &
+  victim=$!
+  # Until a save of this round is listed, then a little longer: the kill lands in mid-run,
+  # often inside an upload.
+  for _ in $(seq 600); do
+    grep -qs "^Saving checkpoints" "$work/kill_$round.log" && break
+    sleep 0.1
+  done
+  sleep "0.$((RANDOM % 10))"
+  kill -9 "$victim" 2>/dev/null || true
+  wait "$victim" 2>/dev/null || true
+  download model_kill/checkpoint "$work/kill_checkpoint" || die "round $round: no checkpoint object"
+  for name in $(sed -n 's/^all_model_checkpoint_paths: "\(.*\)"$/\1/p' "$work/kill_checkpoint"); do
+    run "kill_inspect_$name" "$bin/inspect_checkpoint" --file_name="$gs/model_kill/$name"
+  done
+done
+latest=$(sed -n 's/^model_checkpoint_path: "model.ckpt-\(.*\)"$/\1/p' "$work/kill_checkpoint")
+[[ -n $latest ]] || die "no latest checkpoint after the kills"
+run kill_resume "$bin/inception_v3" --mode=train --data_dir="$gs/data" --model_dir="$gs/model_kill" \
+  "${tiny[@]}" --train_steps=$((latest + 2))
+grep -qF "(global step $latest)" "$work/kill_resume.log" || {
+  cat "$work/kill_resume.log" >&2
+  die "the restart did not resume from step $latest"
+}
+say "passed"
