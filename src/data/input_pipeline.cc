@@ -234,7 +234,7 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
   identity.shuffle_buffer = stream_options.shuffle_buffer;
   identity.batch_size = options.batch_size;
   for (const std::string& file : state->files) {
-    identity.file_names.push_back(std::filesystem::path(file).filename().string());
+    identity.file_names.push_back(base_name(file));
   }
   if (resume != nullptr && !options.training) {
     return error("an input position resumes a training stream, not evaluation");

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "io/posix_file.h"
+#include "io/file_system.h"
 
 namespace ic {
 

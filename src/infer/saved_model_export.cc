@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "infer/saved_model_graph.h"
-#include "io/posix_file.h"
+#include "io/file_system.h"
 #include "io/tensor_bundle.h"
 
 namespace ic {

@@ -109,9 +109,7 @@ Status TfRecordReader::seek(uint64_t offset) {
                  " bytes)");
   }
   can_skip_ = false;
-  if (std::fseek(file_.get(), static_cast<long>(offset), SEEK_SET) != 0) {
-    return error(path_, ": cannot seek to byte ", offset, ": ", std::strerror(errno));
-  }
+  file_->seek(offset);
   offset_ = offset;
   return Status();
 }
