@@ -32,6 +32,10 @@ Result<std::optional<std::string>> newest_servable(const std::string& dir) {
   IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(dir));
   if (latest) return latest;
   IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(dir));
+  // A directory that does not exist (yet) holds nothing to serve, as one without a
+  // `checkpoint` file: the callers say "no checkpoint in DIR", serve waits for one.
+  IC_ASSIGN_OR_RETURN(bool is_dir, fs->is_directory(dir));
+  if (!is_dir) return std::optional<std::string>();
   IC_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs->list(dir));
   std::vector<std::pair<int64_t, std::string>> versions;
   for (const DirEntry& entry : entries) {

@@ -150,6 +150,16 @@ TEST(NewestServable, AnExportBaseDirectoryLoadsLikeTheCheckpoint) {
   EXPECT_EQ(exported->checkpoint, *second + "/model.safetensors");
   EXPECT_EQ(export_version_of(exported->checkpoint), std::stoll(fs::path(*second).filename()));
   EXPECT_EQ(exported->global_step, 7);
+  // A missing directory holds nothing; an unknown scheme is an error naming the path, never a
+  // local folder named "s3:".
+  Result<std::optional<std::string>> missing = newest_servable(t.dir + "/no_such_dir");
+  ASSERT_TRUE(missing.ok()) << missing.status().message();
+  EXPECT_FALSE(missing->has_value());
+  Result<std::string> s3 = export_trained_model(*model, "s3://bucket/x", ExportFormat::safetensors);
+  ASSERT_FALSE(s3.ok());
+  EXPECT_NE(s3.status().message().find("s3://bucket/x"), std::string::npos)
+      << s3.status().message();
+  EXPECT_FALSE(fs::exists("s3:"));
   ASSERT_EQ(exported->weights.size(), model->weights.size());
   for (const auto& [name, entry] : model->weights) {
     EXPECT_EQ(exported->weights.at(name).bytes, entry.bytes) << name;
