@@ -17,7 +17,8 @@
 #      answers a predict (curl) with the export's number as its version
 #   6. through tests/storage/fault_proxy.py (503s, dropped connections, stalls): retries
 #      recover and training gives the same tensors; a failure that outlasts the retries is an
-#      error naming the gs:// object; the `checkpoint` object then names only complete saves
+#      error naming the gs:// object; the `checkpoint` object then names only complete saves,
+#      and a failed export deletes the objects it uploaded
 #   7. a trainer killed (SIGKILL) in mid-save leaves only complete checkpoints listed, and a
 #      restart resumes from the newest
 # Anything that cannot be installed or run fails the script; nothing is skipped.
@@ -276,7 +277,19 @@ grep -qF "gs://$bucket/model_fail/model.ckpt-4" "$work/train_fail.log" || {
   cat "$work/train_fail.log" >&2
   die "the error does not name the object that could not be written"
 }
+# An export whose saved_model.pb cannot be uploaded fails naming it and deletes what it
+# uploaded under its number: no half export is left for a poller.
+echo '[{"match": "saved_model.pb", "action": "503"}]' >"$rules"
+rc=0
+IC_STORAGE_RETRIES=1 "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_fail" \
+  >"$work/export_fail.log" 2>&1 || rc=$?
+((rc != 0)) || die "export_model succeeded although saved_model.pb could not be uploaded"
+grep -qF "gs://$bucket/exports_fail/" "$work/export_fail.log" || {
+  cat "$work/export_fail.log" >&2
+  die "the failed export's error does not name the object"
+}
 echo '[]' >"$rules"
+[[ -z $(objects exports_fail/) ]] || die "a failed export left objects: $(objects exports_fail/)"
 download model_fail/checkpoint "$work/fail_checkpoint" || die "no checkpoint object in gs://$bucket/model_fail"
 grep -q 'model.ckpt-4' "$work/fail_checkpoint" && die "the checkpoint object names the failed save"
 listed=$(sed -n 's/^all_model_checkpoint_paths: "\(.*\)"$/\1/p' "$work/fail_checkpoint")
