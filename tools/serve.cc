@@ -17,7 +17,9 @@
 #include "serve/server.h"
 #include "train/stop_signal.h"
 
-DEFINE_string(model_dir, "", "Directory whose newest checkpoint is served (and reloaded)");
+DEFINE_string(model_dir, "",
+              "Directory (local or gs://) whose newest checkpoint, or newest "
+              "<N>/model.safetensors export, is served (and reloaded)");
 DEFINE_string(model_name, "",
               "The NAME in /v1/models/NAME; empty = the checkpoint's model (e.g. inception_v3)");
 DEFINE_string(host, "127.0.0.1", "Address to listen on (0.0.0.0: every interface)");

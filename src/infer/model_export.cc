@@ -6,16 +6,16 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "infer/onnx_export.h"
 #include "infer/saved_model_export.h"
 #include "io/checkpoint_dir.h"
+#include "io/file_system.h"
 #include "io/posix_file.h"
 #include "io/safetensors.h"
 
 namespace ic {
-
-namespace fs = std::filesystem;
 
 Result<ExportFormat> parse_export_format(const std::string& name) {
   if (name == "saved_model") return ExportFormat::saved_model;
@@ -38,7 +38,7 @@ Status write_safetensors_export(const TrainedModel& model, const std::string& pa
 
 namespace {
 
-// Makes the rename that published an export durable.
+// Makes the rename that published a local export durable.
 Status fsync_directory(const std::string& dir) {
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) return error(dir, ": cannot open to fsync: ", std::strerror(errno));
@@ -46,14 +46,45 @@ Status fsync_directory(const std::string& dir) {
   return Status();
 }
 
+// Writes the export's files into `dir`. Each writer puts the file a poller waits for last:
+// saved_model.pb after variables/, and the other formats are one file each.
 Status write_export(const TrainedModel& model, const std::string& dir, ExportFormat format) {
   switch (format) {
     case ExportFormat::saved_model: return write_saved_model(model, dir);
     case ExportFormat::safetensors:
-      return write_safetensors_export(model, dir + "/model.safetensors");
-    case ExportFormat::onnx: return export_onnx(model, dir + "/model.onnx");
+      return write_safetensors_export(model, join_path(dir, "model.safetensors"));
+    case ExportFormat::onnx: return export_onnx(model, join_path(dir, "model.onnx"));
   }
   return error("unknown export format");
+}
+
+// Deletes what a failed object-store export left under `dir` (best effort: the export's
+// marker file was never written, so a poller ignores the rest anyway).
+void remove_object_tree(FileSystem& fs, const std::string& dir) {
+  Result<std::vector<DirEntry>> entries = fs.list(dir);
+  if (!entries.ok()) return;
+  for (const DirEntry& entry : *entries) {
+    const std::string path = join_path(dir, entry.name);
+    if (entry.is_directory) {
+      remove_object_tree(fs, path);
+    } else {
+      (void)fs.remove(path);
+    }
+  }
+}
+
+// The first free second from now on (two exports in one second get consecutive numbers),
+// from a listing of `export_dir` through the seam.
+Result<int64_t> free_version(FileSystem& fs, const std::string& export_dir) {
+  IC_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs.list(export_dir));
+  std::set<std::string> taken;
+  for (const DirEntry& entry : entries) taken.insert(entry.name);
+  int64_t version = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  while (taken.count(std::to_string(version)) || taken.count("temp-" + std::to_string(version)))
+    ++version;
+  return version;
 }
 
 }  // namespace
@@ -61,32 +92,39 @@ Status write_export(const TrainedModel& model, const std::string& dir, ExportFor
 Result<std::string> export_trained_model(const TrainedModel& model, const std::string& export_dir,
                                          ExportFormat format) {
   if (export_dir.empty()) return error("no export directory given");
+  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(export_dir));
+  Status made = fs->make_dirs(export_dir);
+  if (!made.ok())
+    return error("cannot create the export directory ", export_dir, ": ", made.message());
+  IC_ASSIGN_OR_RETURN(int64_t version, free_version(*fs, export_dir));
+  const std::string final_dir = join_path(export_dir, std::to_string(version));
+
+  if (fs->writes_appear_whole()) {
+    // An object store has no directory rename: the files go straight into the version's
+    // prefix, the marker file (saved_model.pb, model.onnx, model.safetensors) last.
+    Status written = write_export(model, final_dir, format);
+    if (!written.ok()) {
+      remove_object_tree(*fs, final_dir);
+      return error("export to ", export_dir, " failed: ", written.message());
+    }
+    return final_dir;
+  }
+
+  // Locally: a temp directory renamed into place, so the version appears complete at once.
+  const std::string temp_dir = join_path(export_dir, "temp-" + std::to_string(version));
   std::error_code ec;
-  fs::create_directories(export_dir, ec);
-  if (ec) return error("cannot create the export directory ", export_dir, ": ", ec.message());
-  // The first free second from now on: two exports in one second get consecutive numbers.
-  int64_t version = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-  while (fs::exists(export_dir + "/" + std::to_string(version), ec) ||
-         fs::exists(export_dir + "/temp-" + std::to_string(version), ec))
-    ++version;
-  const std::string final_dir = export_dir + "/" + std::to_string(version);
-  const std::string temp_dir = export_dir + "/temp-" + std::to_string(version);
-  if (!fs::create_directory(temp_dir, ec) || ec)
+  if (!std::filesystem::create_directory(temp_dir, ec) || ec)
     return error("cannot create ", temp_dir, ": ", ec ? ec.message() : "it exists");
   Status written = write_export(model, temp_dir, format);
   if (written.ok()) {
-    fs::rename(temp_dir, final_dir, ec);
-    if (ec) {
-      written = error("cannot rename ", temp_dir, " to ", final_dir, ": ", ec.message());
-    } else {
+    written = fs->rename(temp_dir, final_dir);
+    if (written.ok()) {
       written = fsync_directory(export_dir);
       if (!written.ok()) return written;  // the export is complete, only not yet durable
     }
   }
   if (!written.ok()) {
-    fs::remove_all(temp_dir, ec);
+    std::filesystem::remove_all(temp_dir, ec);
     return error("export to ", export_dir, " failed: ", written.message());
   }
   return final_dir;

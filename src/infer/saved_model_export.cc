@@ -1,7 +1,5 @@
 #include "infer/saved_model_export.h"
 
-#include <filesystem>
-
 #include "infer/saved_model_graph.h"
 #include "io/file_system.h"
 #include "io/tensor_bundle.h"
@@ -21,15 +19,15 @@ Status write_saved_model(const TrainedModel& model, const std::string& dir) {
     const TensorEntry& entry = found->second;
     tensors.push_back(TensorView{entry.name, entry.dtype, entry.shape, entry.bytes.data()});
   }
-  std::error_code ec;
-  std::filesystem::create_directories(dir + "/variables", ec);
-  if (ec) return error("cannot create ", dir, "/variables: ", ec.message());
-  IC_RETURN_IF_ERROR(write_tensor_bundle(dir + "/variables/variables", {}, tensors));
+  // Through the seam (a no-op on an object store); saved_model.pb is written last, so a
+  // poller that waits for it (TF Serving) never loads half an export.
+  IC_RETURN_IF_ERROR(make_dirs(join_path(dir, "variables")));
+  IC_RETURN_IF_ERROR(write_tensor_bundle(join_path(dir, "variables/variables"), {}, tensors));
 
   std::string bytes;
   if (!exported.saved_model.SerializeToString(&bytes))
     return error("cannot serialise the SavedModel of ", model.checkpoint);
-  return write_file_atomically(dir + "/saved_model.pb", {bytes});
+  return write_file_atomically(join_path(dir, "saved_model.pb"), {bytes});
 }
 
 }  // namespace ic

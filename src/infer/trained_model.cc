@@ -1,16 +1,66 @@
 #include "infer/trained_model.h"
 
+#include <algorithm>
+
 #include "io/checkpoint_dir.h"
+#include "io/file_system.h"
 #include "train/checkpoint_checks.h"
 
 namespace ic {
+
+namespace {
+
+constexpr const char* kExportFile = "model.safetensors";
+
+// The value of a version directory's name, or nullopt when it is not all digits (temp-N,
+// anything else a person left there).
+std::optional<int64_t> version_number(const std::string& name) {
+  if (name.empty() || name.size() > 18) return std::nullopt;
+  if (!std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoll(name);
+}
+
+}  // namespace
+
+std::optional<int64_t> export_version_of(const std::string& path) {
+  if (base_name(path) != kExportFile) return std::nullopt;
+  return version_number(base_name(parent_path(path)));
+}
+
+Result<std::optional<std::string>> newest_servable(const std::string& dir) {
+  IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(dir));
+  if (latest) return latest;
+  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(dir));
+  // A directory that does not exist (yet) holds nothing to serve, as one without a
+  // `checkpoint` file: the callers say "no checkpoint in DIR", serve waits for one.
+  IC_ASSIGN_OR_RETURN(bool is_dir, fs->is_directory(dir));
+  if (!is_dir) return std::optional<std::string>();
+  IC_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs->list(dir));
+  std::vector<std::pair<int64_t, std::string>> versions;
+  for (const DirEntry& entry : entries) {
+    if (!entry.is_directory) continue;
+    if (std::optional<int64_t> number = version_number(entry.name))
+      versions.emplace_back(*number, entry.name);
+  }
+  std::sort(versions.rbegin(), versions.rend());
+  for (const auto& [number, name] : versions) {
+    const std::string path = join_path(join_path(dir, name), kExportFile);
+    IC_ASSIGN_OR_RETURN(bool found, fs->exists(path));
+    if (found) return std::optional<std::string>(path);
+  }
+  return std::optional<std::string>();
+}
 
 Result<std::string> resolve_checkpoint(const std::string& model_dir,
                                        const std::string& checkpoint) {
   if (!checkpoint.empty()) return checkpoint;
   if (model_dir.empty()) return error("give --model_dir or --checkpoint");
-  IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(model_dir));
-  if (!latest) return error("no checkpoint in ", model_dir);
+  IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, newest_servable(model_dir));
+  if (!latest) {
+    return error("no checkpoint in ", model_dir,
+                 " (neither a `checkpoint` file nor a numbered export holding ", kExportFile, ")");
+  }
   return *latest;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -30,8 +31,19 @@ struct TrainedModel {
   std::map<std::string, TensorEntry> weights;
 };
 
+// The newest servable in `dir`, the one rule resolve_checkpoint and serve's watcher share:
+//  - a training directory (it has a `checkpoint` file): the checkpoint that file names;
+//  - else an export base directory as TF Serving reads one: DIR/<version>/model.safetensors
+//    (what `export_model --format=safetensors` writes) of the highest numeric <version>
+//    that holds one (versions holding only saved_model.pb or model.onnx are skipped);
+//  - else nullopt. Works through the file-system seam (local paths and gs://).
+Result<std::optional<std::string>> newest_servable(const std::string& dir);
+// The export version of a servable path: N for <base>/<N>/model.safetensors (N all digits),
+// else nullopt (a checkpoint, whose version is its global step).
+std::optional<int64_t> export_version_of(const std::string& path);
+
 // `checkpoint` when given (a bundle prefix model.ckpt-N, its .index, or a .safetensors file),
-// else the newest checkpoint of `model_dir`. Errors name the directory or file.
+// else newest_servable(model_dir). Errors name the directory or file.
 Result<std::string> resolve_checkpoint(const std::string& model_dir, const std::string& checkpoint);
 
 // Reads, checks (metadata ranges, finite values, every tensor the network needs with its

@@ -98,7 +98,9 @@ std::string ServerMetrics::prometheus_text() const {
       "images per second.\n";
   out += "# TYPE serve_images_total counter\n";
   out += "serve_images_total " + std::to_string(images_) + "\n";
-  out += "# HELP serve_model_version The global step of the checkpoint being served (-1: none).\n";
+  out +=
+      "# HELP serve_model_version The global step of the checkpoint (or the number of the export) "
+      "being served (-1: none).\n";
   out += "# TYPE serve_model_version gauge\n";
   out += "serve_model_version " + std::to_string(version_) + "\n";
   out += "# HELP serve_model_loads_total Checkpoint loads, by result.\n";

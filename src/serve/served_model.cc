@@ -32,7 +32,8 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const BackendOptions& bac
   IC_ASSIGN_OR_RETURN(TrainedModel trained, load_trained_model(model_dir, checkpoint));
   auto model = std::make_unique<ServedModel>(Key());
   model->checkpoint_ = trained.checkpoint;
-  model->version_ = trained.global_step;
+  // TF Serving's rule: an export reports its directory number, a checkpoint its global step.
+  model->version_ = export_version_of(trained.checkpoint).value_or(trained.global_step);
   model->meta_ = trained.meta;
   // A backend of its own: a model loaded in the background never shares one with the model
   // that is answering meanwhile.

@@ -35,7 +35,8 @@ class ServedModel {
   explicit ServedModel(Key) {}
 
   const std::string& checkpoint() const { return checkpoint_; }
-  int64_t version() const { return version_; }  // the checkpoint's global step
+  // The export's version directory number, else the checkpoint's global step.
+  int64_t version() const { return version_; }
   const CheckpointMeta& meta() const { return meta_; }
   int64_t image_floats() const { return int64_t{meta_.height} * meta_.width * 3; }
   int64_t num_classes() const { return meta_.num_classes; }

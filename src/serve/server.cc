@@ -4,14 +4,15 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
 
+#include "infer/trained_model.h"
 #include "io/checkpoint_dir.h"
+#include "io/file_system.h"
 #include "serve/api.h"
 #include "serve/batcher.h"
 #include "serve/metrics.h"
@@ -99,7 +100,7 @@ void Server::State::watch() {
       std::unique_lock lock(watch_mutex);
       if (watch_wake.wait_for(lock, options.poll_interval, [&] { return stopping; })) return;
     }
-    Result<std::optional<std::string>> latest = latest_checkpoint(options.model_dir);
+    Result<std::optional<std::string>> latest = newest_servable(options.model_dir);
     if (!latest.ok() || !latest->has_value()) continue;  // a checkpoint being written, or none
     const std::string& path = **latest;
     const std::shared_ptr<ServedModel> served = current();
@@ -307,10 +308,14 @@ void Server::State::add_routes() {
 }
 
 Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
-  std::error_code ec;
   if (options.model_dir.empty()) return error("give --model_dir");
-  if (!std::filesystem::is_directory(options.model_dir, ec)) {
-    return error("--model_dir ", options.model_dir, " is not a directory");
+  // Through the seam: a gs:// model_dir works, an unknown scheme is an error. An object store
+  // has no empty directories, so there a prefix with nothing in it yet is fine (503 until a
+  // checkpoint or an export appears); locally the directory must exist.
+  IC_ASSIGN_OR_RETURN(FileSystem * model_fs, file_system_for(options.model_dir));
+  if (!model_fs->writes_appear_whole()) {
+    IC_ASSIGN_OR_RETURN(bool is_dir, model_fs->is_directory(options.model_dir));
+    if (!is_dir) return error("--model_dir ", options.model_dir, " is not a directory");
   }
   if (options.max_batch_size < 1) return error("--max_batch_size must be 1 or more");
   if (options.max_queue < 1) return error("--max_queue must be 1 or more");
@@ -352,11 +357,12 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
     s.port = options.port;
   }
 
-  Result<std::optional<std::string>> latest = latest_checkpoint(options.model_dir);
+  Result<std::optional<std::string>> latest = newest_servable(options.model_dir);
   if (!latest.ok()) {
     s.log("no usable checkpoint yet: " + latest.status().message());
   } else if (!latest->has_value()) {
-    s.log("no checkpoint yet in " + options.model_dir + "; answering 503 until one appears");
+    s.log("no checkpoint or export yet in " + options.model_dir +
+          "; answering 503 until one appears");
   } else {
     s.load(**latest);
   }

@@ -1,10 +1,10 @@
 // The REST prediction server: TensorFlow Serving's API over HTTP (cpp-httplib), dynamic
 // batching (serve/batcher.h), the newest checkpoint of a model_dir reloaded as new ones appear,
 // /healthz, /metrics and a small web page at /.
-//   GET  /v1/models/NAME[/versions/N]             model status (version = global step)
-//   GET  /v1/models/NAME[/versions/N]/metadata    signature_def
-//   POST /v1/models/NAME[/versions/N]:predict     {"instances": ...} or {"inputs": ...}
-//   POST /v1/models/NAME[/versions/N]:classify    top-k labels with scores
+//   GET  /v1/models/NAME[/versions/N]             model status (version = global step; an export:
+//   its number) GET  /v1/models/NAME[/versions/N]/metadata    signature_def POST
+//   /v1/models/NAME[/versions/N]:predict     {"instances": ...} or {"inputs": ...} POST
+//   /v1/models/NAME[/versions/N]:classify    top-k labels with scores
 // Errors are {"error": "..."}: 400 bad JSON / image / shape / dtype, 404 unknown model or path,
 // 413 body or image too large, 503 no model loaded yet, queue full, or timed out.
 #pragma once

@@ -8,9 +8,11 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "infer/model_export.h"
 #include "io/checkpoint_dir.h"
 
 namespace ic {
@@ -94,6 +96,75 @@ TEST(TrainedModel, MissingTensorAndNoCheckpointAreErrors) {
   Result<TrainedModel> none = load_trained_model(t.dir + "_empty", "");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find(t.dir + "_empty"), std::string::npos);
+}
+
+void touch(const std::string& path) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << "x";
+}
+
+TEST(NewestServable, HighestNumberedVersionHoldingModelSafetensors) {
+  const std::string dir =
+      (fs::temp_directory_path() / ("ic_servable_" + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Result<std::optional<std::string>> none = newest_servable(dir);
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_FALSE(none->has_value());
+
+  touch(dir + "/9/model.safetensors");
+  touch(dir + "/10/model.safetensors");       // numerically newest, lexically older than "9"
+  touch(dir + "/11/saved_model.pb");          // no model.safetensors: skipped
+  touch(dir + "/temp-12/model.safetensors");  // an export being written locally
+  touch(dir + "/13x/model.safetensors");      // not a version
+  touch(dir + "/14");                         // a file, not a version directory
+  Result<std::optional<std::string>> newest = newest_servable(dir);
+  ASSERT_TRUE(newest.ok()) << newest.status().message();
+  ASSERT_TRUE(newest->has_value());
+  EXPECT_EQ(**newest, dir + "/10/model.safetensors");
+  EXPECT_EQ(export_version_of(**newest), std::optional<int64_t>(10));
+  EXPECT_EQ(export_version_of(dir + "/13x/model.safetensors"), std::nullopt);
+  EXPECT_EQ(export_version_of(dir + "/10/model.onnx"), std::nullopt);
+  EXPECT_EQ(export_version_of(checkpoint_prefix(dir, 10)), std::nullopt);
+
+  // A `checkpoint` file makes it a training directory: its checkpoint wins (and one it names
+  // that does not exist is an error, never a fall-back to the exports).
+  std::ofstream(dir + "/checkpoint") << "model_checkpoint_path: \"model.ckpt-5\"\n";
+  EXPECT_FALSE(newest_servable(dir).ok());
+  fs::remove_all(dir);
+}
+
+TEST(NewestServable, AnExportBaseDirectoryLoadsLikeTheCheckpoint) {
+  const TinyCheckpoint t = write_tiny("export");
+  Result<TrainedModel> model = load_trained_model(t.dir, "");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const std::string base = t.dir + "/export";
+  Result<std::string> first = export_trained_model(*model, base, ExportFormat::safetensors);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  Result<std::string> second = export_trained_model(*model, base, ExportFormat::safetensors);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  ASSERT_TRUE(export_trained_model(*model, base, ExportFormat::saved_model).ok());
+
+  Result<TrainedModel> exported = load_trained_model(base, "");
+  ASSERT_TRUE(exported.ok()) << exported.status().message();
+  EXPECT_EQ(exported->checkpoint, *second + "/model.safetensors");
+  EXPECT_EQ(export_version_of(exported->checkpoint), std::stoll(fs::path(*second).filename()));
+  EXPECT_EQ(exported->global_step, 7);
+  // A missing directory holds nothing; an unknown scheme is an error naming the path, never a
+  // local folder named "s3:".
+  Result<std::optional<std::string>> missing = newest_servable(t.dir + "/no_such_dir");
+  ASSERT_TRUE(missing.ok()) << missing.status().message();
+  EXPECT_FALSE(missing->has_value());
+  Result<std::string> s3 = export_trained_model(*model, "s3://bucket/x", ExportFormat::safetensors);
+  ASSERT_FALSE(s3.ok());
+  EXPECT_NE(s3.status().message().find("s3://bucket/x"), std::string::npos)
+      << s3.status().message();
+  EXPECT_FALSE(fs::exists("s3:"));
+  ASSERT_EQ(exported->weights.size(), model->weights.size());
+  for (const auto& [name, entry] : model->weights) {
+    EXPECT_EQ(exported->weights.at(name).bytes, entry.bytes) << name;
+  }
+  fs::remove_all(t.dir);
 }
 
 }  // namespace

@@ -12,10 +12,14 @@
 #   3. a restart resumes from the gs:// checkpoint; the final checkpoint's tensors equal the
 #      local run's, bit for bit
 #   4. classify reads the model and an image from gs://; its logits equal the local ones
-#   5. through tests/storage/fault_proxy.py (503s, dropped connections, stalls): retries
+#   5. export_model writes a SavedModel and a safetensors export to a gs:// export_dir;
+#      classify on that export base dir gives the local logits; serve --model_dir=gs://...
+#      answers a predict (curl) with the export's number as its version
+#   6. through tests/storage/fault_proxy.py (503s, dropped connections, stalls): retries
 #      recover and training gives the same tensors; a failure that outlasts the retries is an
-#      error naming the gs:// object; the `checkpoint` object then names only complete saves
-#   6. a trainer killed (SIGKILL) in mid-save leaves only complete checkpoints listed, and a
+#      error naming the gs:// object; the `checkpoint` object then names only complete saves,
+#      and a failed export deletes the objects it uploaded
+#   7. a trainer killed (SIGKILL) in mid-save leaves only complete checkpoints listed, and a
 #      restart resumes from the newest
 # Anything that cannot be installed or run fails the script; nothing is skipped.
 #   usage: tests/storage/run.sh            (IC_BIN_DIR=... for another build's bin directory)
@@ -32,7 +36,7 @@ die() {
   exit 1
 }
 
-for tool in inception_v3 make_fake_imagenet classify inspect_checkpoint; do
+for tool in inception_v3 make_fake_imagenet classify inspect_checkpoint export_model serve; do
   [[ -x $bin/$tool ]] || die "$bin/$tool is not built (cmake --build build first)"
 done
 command -v "$python" >/dev/null || die "$python not found"
@@ -67,8 +71,8 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() {  # url
-  for _ in $(seq 100); do
+wait_for() {  # url [tries of 0.1 s]
+  for _ in $(seq "${2:-100}"); do
     curl -sf -o /dev/null "$1" && return 0
     sleep 0.1
   done
@@ -121,7 +125,7 @@ tiny=(--use_tpu=False --num_threads=1 --iterations=2 --train_batch_size=2 --eval
       --num_parallel_calls=1 --seed=3 --train_steps_per_eval=2 --eval_total_size=8)
 gs=gs://$bucket
 
-say "1/6: the converter's shards go to gs://"
+say "1/7: the converter's shards go to gs://"
 run data_local "$bin/make_fake_imagenet" --output_dir="$work/data" "${data_flags[@]}"
 run data_gs "$bin/make_fake_imagenet" --output_dir="$gs/data" "${data_flags[@]}"
 for f in train-00000-of-00003 train-00002-of-00003 validation-00000-of-00001; do
@@ -143,7 +147,7 @@ run convert_resume "$bin/imagenet_to_tfrecord" "${convert[@]}" --local_scratch_d
   --resume
 grep -q "resumed" "$work/convert_resume.log" || die "--resume did not find the shards in the bucket"
 
-say "2/6: train_and_eval from and to gs://, with an eval process following the model_dir"
+say "2/7: train_and_eval from and to gs://, with an eval process following the model_dir"
 "$bin/inception_v3" --mode=eval --data_dir="$gs/data" --model_dir="$gs/model" "${tiny[@]}" \
   --train_steps=6 --eval_timeout=300 >"$work/follow.log" 2>&1 &
 follower=$!
@@ -160,7 +164,7 @@ grep -q '^model/events.out.tfevents' "$work/model_objects.txt" || die "no traini
 grep -q '^model/eval/events.out.tfevents' "$work/model_objects.txt" || die "no eval event file in gs://$bucket/model/eval"
 same_checkpoint "$gs/model/model.ckpt-4" "$work/model/model.ckpt-4" "after 4 steps"
 
-say "3/6: a restart resumes from the gs:// checkpoint"
+say "3/7: a restart resumes from the gs:// checkpoint"
 run resume_gs "$bin/inception_v3" --mode=train_and_eval --data_dir="$gs/data" \
   --model_dir="$gs/model" "${tiny[@]}" --train_steps=6
 grep -qF "Restoring parameters from $gs/model/model.ckpt-4 (global step 4)" "$work/resume_gs.log" || {
@@ -179,7 +183,7 @@ grep -qF "Evaluation finished after training step 6" "$work/follow.log" || {
   die "--mode=eval did not follow $gs/model to step 6"
 }
 
-say "4/6: classify reads the model and an image from gs://"
+say "4/7: classify reads the model and an image from gs://"
 run raw "$bin/make_fake_imagenet" --output_dir="$work/raw" --raw_layout --num_train_images=2 \
   --num_validation_images=1 --image_size=80 --num_classes=10 --seed=5
 image=$(find "$work/raw" -name '*.JPEG' | sort | head -1)
@@ -193,7 +197,44 @@ run classify_local "$bin/classify" --model_dir="$work/model" --num_threads=1 \
   --logits_out="$work/local.npy" "$image"
 cmp -s "$work/gs.npy" "$work/local.npy" || die "classify's logits differ between gs:// and local"
 
-say "5/6: faults between the programs and the emulator"
+say "5/7: exports to a gs:// export_dir; classify and serve read them from there"
+run export_saved_model_gs "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports"
+run export_safetensors_gs "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports" \
+  --format=safetensors
+objects exports/ >"$work/export_objects.txt"
+saved_version=$(sed -n 's|^exports/\([0-9]*\)/saved_model.pb$|\1|p' "$work/export_objects.txt")
+[[ -n $saved_version ]] || die "no exports/<N>/saved_model.pb in gs://$bucket: $(cat "$work/export_objects.txt")"
+for name in variables/variables.index variables/variables.data-00000-of-00001; do
+  grep -qx "exports/$saved_version/$name" "$work/export_objects.txt" ||
+    die "gs://$bucket/exports/$saved_version/$name is missing"
+done
+export_version=$(sed -n 's|^exports/\([0-9]*\)/model.safetensors$|\1|p' "$work/export_objects.txt")
+[[ -n $export_version ]] || die "no exports/<N>/model.safetensors in gs://$bucket"
+# The export base dir itself: its newest model.safetensors, the checkpoint's EMA weights.
+run classify_export_gs "$bin/classify" --model_dir="$gs/exports" --num_threads=1 \
+  --logits_out="$work/export_gs.npy" "$gs/images/cat.JPEG"
+grep -qF "$gs/exports/$export_version/model.safetensors" "$work/classify_export_gs.log" ||
+  die "classify did not read gs://$bucket/exports/$export_version/model.safetensors"
+cmp -s "$work/export_gs.npy" "$work/local.npy" ||
+  die "classify's logits from the gs:// export differ from the local checkpoint's"
+serve_port=$(free_port)
+"$bin/serve" --model_dir="$gs/exports" --port="$serve_port" --num_threads=1 \
+  --poll_interval_ms=0 >"$work/serve.log" 2>&1 &
+server=$!
+pids+=($server)
+wait_for "http://127.0.0.1:$serve_port/healthz" 300 || {
+  cat "$work/serve.log" >&2
+  die "serve --model_dir=$gs/exports did not start serving"
+}
+printf '{"instances": [{"b64": "%s"}]}' "$(base64 -w0 "$image")" >"$work/predict.json"
+curl -sf -X POST --data-binary @"$work/predict.json" \
+  "http://127.0.0.1:$serve_port/v1/models/inception_v3/versions/$export_version:predict" \
+  >"$work/predicted.json" || die "serve from gs:// did not answer the predict of version $export_version"
+grep -q '"predictions"' "$work/predicted.json" || die "serve's answer has no predictions: $(cat "$work/predicted.json")"
+kill "$server"
+wait "$server" || die "serve did not exit 0 on SIGTERM: $(tail -3 "$work/serve.log")"
+
+say "6/7: faults between the programs and the emulator"
 proxy_port=$(free_port)
 rules=$work/rules.json
 echo '[]' >"$rules"
@@ -236,7 +277,19 @@ grep -qF "gs://$bucket/model_fail/model.ckpt-4" "$work/train_fail.log" || {
   cat "$work/train_fail.log" >&2
   die "the error does not name the object that could not be written"
 }
+# An export whose saved_model.pb cannot be uploaded fails naming it and deletes what it
+# uploaded under its number: no half export is left for a poller.
+echo '[{"match": "saved_model.pb", "action": "503"}]' >"$rules"
+rc=0
+IC_STORAGE_RETRIES=1 "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_fail" \
+  >"$work/export_fail.log" 2>&1 || rc=$?
+((rc != 0)) || die "export_model succeeded although saved_model.pb could not be uploaded"
+grep -qF "gs://$bucket/exports_fail/" "$work/export_fail.log" || {
+  cat "$work/export_fail.log" >&2
+  die "the failed export's error does not name the object"
+}
 echo '[]' >"$rules"
+[[ -z $(objects exports_fail/) ]] || die "a failed export left objects: $(objects exports_fail/)"
 download model_fail/checkpoint "$work/fail_checkpoint" || die "no checkpoint object in gs://$bucket/model_fail"
 grep -q 'model.ckpt-4' "$work/fail_checkpoint" && die "the checkpoint object names the failed save"
 listed=$(sed -n 's/^all_model_checkpoint_paths: "\(.*\)"$/\1/p' "$work/fail_checkpoint")
@@ -246,7 +299,7 @@ for name in $listed; do
     die "$name, named by the checkpoint object, is not complete"
 done
 
-say "6/6: a trainer killed (SIGKILL) while it saves to gs:// leaves only complete checkpoints"
+say "7/7: a trainer killed (SIGKILL) while it saves to gs:// leaves only complete checkpoints"
 export STORAGE_EMULATOR_HOST=$emulator
 unset IC_STORAGE_RETRY_DELAY_MS IC_STORAGE_TIMEOUT_S
 for round in 1 2 3; do

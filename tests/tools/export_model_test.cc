@@ -95,6 +95,13 @@ TEST(ExportModel, WritesSavedModelAndSafetensorsIntoNewNumberedDirectories) {
   ASSERT_EQ(from_checkpoint.exit_code, 0) << from_checkpoint.output;
   const auto predictions = [](const std::string& out) { return out.substr(out.find('\n')); };
   EXPECT_EQ(predictions(from_export.output), predictions(from_checkpoint.output));
+  // The export base directory itself (as TF Serving is given one): its newest version that
+  // holds model.safetensors is read.
+  const ToolOutput from_base = run_tool(
+      "classify", "--top_k=3 --model_dir=" + dir.sub("export") + " " + dir.sub("gray.npy"));
+  ASSERT_EQ(from_base.exit_code, 0) << from_base.output;
+  EXPECT_EQ(predictions(from_base.output), predictions(from_checkpoint.output));
+  EXPECT_TRUE(from_base.contains(exports[1] + "/model.safetensors")) << from_base.output;
 }
 
 TEST(ExportModel, OnnxGoesIntoANumberedDirectoryAndPassesTheChecker) {

@@ -1,0 +1,90 @@
+// serve on an export base directory, as TF Serving is pointed at one: the newest numbered
+// version holding model.safetensors (what `export_model --format=safetensors` writes) is
+// served, answers predict exactly as the server on the training model_dir does, reports its
+// directory number as the version, and a newer export appearing is picked up by the watcher.
+#include <filesystem>
+#include <set>
+
+#include "serve_test_util.h"
+
+namespace ic {
+namespace {
+
+using namespace testing;
+namespace fs = std::filesystem;
+
+std::string served_version(const RunningServer& server) {
+  const Reply status = get(server, "/v1/models/inception_v3");
+  if (status.status != 200) return "";
+  return status.body["model_version_status"][0]["version"].get<std::string>();
+}
+
+std::set<std::string> entries(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename());
+  return names;
+}
+
+// Runs export_model and returns the name of the version directory it added.
+std::string export_once(const std::string& model_dir, const std::string& export_dir,
+                        const std::string& format) {
+  const std::set<std::string> before =
+      fs::exists(export_dir) ? entries(export_dir) : std::set<std::string>();
+  const ToolOutput run =
+      run_tool("export_model",
+               "--model_dir=" + model_dir + " --export_dir=" + export_dir + " --format=" + format);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  for (const std::string& name : entries(export_dir))
+    if (!before.count(name)) return name;
+  ADD_FAILURE() << "export_model added no version directory: " << run.output;
+  return "";
+}
+
+TEST(ServeExportDir, ServesTheNewestSafetensorsExportAndSwitchesToANewerOne) {
+  TempDir dir;
+  const std::string model_dir = dir.sub("model");
+  const std::string export_dir = dir.sub("export");
+  train_model(model_dir, 2);
+  const std::string first = export_once(model_dir, export_dir, "safetensors");
+  ASSERT_FALSE(first.empty());
+
+  ServerOptions options;
+  options.max_batch_size = 2;
+  options.batch_timeout = std::chrono::milliseconds(1);
+  options.poll_interval = std::chrono::milliseconds(100);
+  options.model_dir = model_dir;
+  RunningServer on_checkpoint(options);
+  options.model_dir = export_dir;
+  RunningServer on_export(options);
+
+  EXPECT_EQ(served_version(on_checkpoint), "2");  // a checkpoint: its global step
+  EXPECT_EQ(served_version(on_export), first);    // an export: its directory number
+  const std::string body =
+      json{{"instances", {b64_instance(test_image(3)), b64_instance(test_image(8))}}}.dump();
+  const Reply from_checkpoint = post(on_checkpoint, "/v1/models/inception_v3:predict", body);
+  const Reply from_export = post(on_export, "/v1/models/inception_v3:predict", body);
+  ASSERT_EQ(from_checkpoint.status, 200) << from_checkpoint.body.dump();
+  ASSERT_EQ(from_export.status, 200) << from_export.body.dump();
+  // The same (EMA) weights through the same graph: the same answers, bit for bit.
+  EXPECT_EQ(from_export.body["predictions"], from_checkpoint.body["predictions"]);
+  on_checkpoint.stop();
+
+  // A SavedModel-only version is not servable here; a newer safetensors export is.
+  export_once(model_dir, export_dir, "saved_model");
+  const std::string second = export_once(model_dir, export_dir, "safetensors");
+  ASSERT_FALSE(second.empty());
+  ASSERT_GT(std::stoll(second), std::stoll(first));
+  std::string version;
+  for (int i = 0; i < 200 && version != second; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    version = served_version(on_export);
+  }
+  EXPECT_EQ(version, second);
+  const Reply after =
+      post(on_export, "/v1/models/inception_v3/versions/" + second + ":predict", body);
+  ASSERT_EQ(after.status, 200) << after.body.dump();
+  EXPECT_EQ(after.body["predictions"], from_checkpoint.body["predictions"]);
+}
+
+}  // namespace
+}  // namespace ic
