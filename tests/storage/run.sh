@@ -306,10 +306,12 @@ for round in 1 2 3; do
   "$bin/inception_v3" --mode=train --data_dir="$gs/data" --model_dir="$gs/model_kill" "${tiny[@]}" \
     --train_steps=100000 --save_checkpoints_secs=1 >"$work/kill_$round.log" 2>&1 &
   victim=$!
-  # Until a save of this round is listed, then a little longer: the kill lands in mid-run,
-  # often inside an upload.
+  # Until a save of this round has started and some save's `checkpoint` object exists (the
+  # first round's first save may still be uploading), then a little longer: the kill lands in
+  # mid-run, often inside an upload. From then on a missing `checkpoint` object is a failure.
   for _ in $(seq 600); do
-    grep -qs "^Saving checkpoints" "$work/kill_$round.log" && break
+    grep -qs "^Saving checkpoints" "$work/kill_$round.log" &&
+      download model_kill/checkpoint "$work/kill_checkpoint" && break
     sleep 0.1
   done
   sleep "0.$((RANDOM % 10))"
