@@ -21,17 +21,8 @@ cleanup() {
 trap cleanup EXIT
 
 cmake --build "$BUILD" --target gcs_read_bench make_fake_imagenet -j2 >/dev/null
-key=$({
-  "$python" -c 'import sys; print(sys.version)'
-  cat "$ROOT/tests/storage/requirements.txt"
-} | sha256sum | cut -c1-16)
-venv=${XDG_CACHE_HOME:-$HOME/.cache}/inception.cpp/storage-venv-$key
-if [[ ! -f $venv/.complete ]]; then
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
-  "$venv/bin/pip" install --disable-pip-version-check --no-input -q -r "$ROOT/tests/storage/requirements.txt"
-  touch "$venv/.complete"
-fi
+source "$ROOT/scripts/python_venv.sh"
+venv=$(cached_venv storage "$ROOT/tests/storage/requirements.txt" "import gcp_storage_emulator") || exit 1
 port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$venv/bin/gcp-storage-emulator" start --host=127.0.0.1 --port="$port" --in-memory \
   --default-bucket=bench --quiet >"$DIR/emulator.log" 2>&1 &

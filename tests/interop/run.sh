@@ -45,24 +45,9 @@ done
 command -v "$python" >/dev/null || die "$python not found"
 
 # The cached environment.
-key=$({
-  "$python" -c 'import sys; print(sys.version)'
-  cat "$here/requirements.txt"
-} | sha256sum | cut -c1-16)
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/inception.cpp
-venv=$cache/interop-venv-$key
-if [[ ! -f $venv/.complete ]]; then
-  say "making the Python environment $venv (tensorflow-cpu, onnxruntime from PyPI, once)"
-  rm -rf "$venv"
-  mkdir -p "$cache"
-  "$python" -m venv "$venv" ||
-    die "cannot create a virtual environment with $python -m venv (Debian: apt-get install python3-venv)"
-  "$venv/bin/pip" install --disable-pip-version-check --no-input -q -r "$here/requirements.txt" ||
-    die "cannot install the pinned packages of tests/interop/requirements.txt from PyPI"
-  "$venv/bin/python" -c "import numpy, tensorflow" || die "tensorflow does not import in $venv"
-  "$venv/bin/python" -c "import onnxruntime" || die "onnxruntime does not import in $venv"
-  touch "$venv/.complete"
-fi
+source "$root/scripts/python_venv.sh"
+venv=$(cached_venv interop "$here/requirements.txt" "import numpy, tensorflow, onnxruntime") ||
+  die "no Python environment with tensorflow and onnxruntime"
 py=$venv/bin/python
 export TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES=""
 

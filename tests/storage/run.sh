@@ -42,23 +42,10 @@ done
 command -v "$python" >/dev/null || die "$python not found"
 command -v curl >/dev/null || die "curl not found (Debian: apt-get install curl)"
 
-key=$({
-  "$python" -c 'import sys; print(sys.version)'
-  cat "$here/requirements.txt"
-} | sha256sum | cut -c1-16)
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/inception.cpp
-venv=$cache/storage-venv-$key
-if [[ ! -f $venv/.complete ]]; then
-  say "making the Python environment $venv (gcp-storage-emulator from PyPI, once)"
-  rm -rf "$venv"
-  mkdir -p "$cache"
-  "$python" -m venv "$venv" ||
-    die "cannot create a virtual environment with $python -m venv (Debian: apt-get install python3-venv)"
-  "$venv/bin/pip" install --disable-pip-version-check --no-input -q -r "$here/requirements.txt" ||
-    die "cannot install the pinned packages of tests/storage/requirements.txt from PyPI"
-  [[ -x $venv/bin/gcp-storage-emulator ]] || die "gcp-storage-emulator is missing from $venv"
-  touch "$venv/.complete"
-fi
+source "$root/scripts/python_venv.sh"
+venv=$(cached_venv storage "$here/requirements.txt" \
+  "import shutil, sys; sys.exit(shutil.which('gcp-storage-emulator', path=sys.prefix + '/bin') is None)") ||
+  die "no Python environment with gcp-storage-emulator"
 
 work=$(mktemp -d)
 [[ -n ${KEEP_WORK:-} ]] && say "keeping $work"
