@@ -177,5 +177,16 @@ TEST(GcsJsonTest, ServiceAccountKeysAreStrictAndNeverQuoted) {
   }
 }
 
+TEST(GcsJsonTest, DeepNestingAndHugeNumbersAreErrorsNotCrashes) {
+  const std::string deep =
+      "{\"items\":" + std::string(200000, '[') + std::string(200000, ']') + "}";
+  EXPECT_FALSE(parse_listing_body(deep).ok());
+  EXPECT_FALSE(parse_object_metadata_body("{\"size\":" + std::string(100000, '[') + "}").ok());
+  EXPECT_FALSE(parse_token_response_body("{\"access_token\":\"a\",\"expires_in\":1" +
+                                         std::string(400, '0') + "}")
+                   .ok());
+  EXPECT_FALSE(parse_object_metadata_body("{\"size\":1" + std::string(400, '0') + "}").ok());
+}
+
 }  // namespace
 }  // namespace ic
