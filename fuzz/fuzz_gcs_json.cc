@@ -1,9 +1,10 @@
 // The gs:// code's parsers of outside JSON (io/gcs_json): token responses, object metadata,
 // listing pages, rewrite progress, error messages and service-account keys, all on the same
-// input. None may throw or crash, and what each accepts must keep its promises: a parsed size
-// or generation prints back to decimal text that parses to the same value (and a body made of
-// them parses the same), an accepted expires_in lies in the documented range, a page rebuilt
-// from a parsed page parses the same, an unfinished rewrite has a token.
+// input (and the upload Range header parser). None may throw or crash, and what each accepts must
+// keep its promises: a parsed size or generation prints back to decimal text that parses to the
+// same value (and a body made of them parses the same), an accepted expires_in lies in the
+// documented range, a page rebuilt from a parsed page parses the same, an unfinished rewrite has a
+// token.
 #include <cstdlib>
 #include <string>
 
@@ -34,6 +35,12 @@ void check_decimal(std::string_view text) {
   const size_t first = text.find_first_not_of('0');
   const std::string_view canonical = first == std::string_view::npos ? "0" : text.substr(first);
   require(std::to_string(value) == canonical);
+}
+
+// The input as a Range header of an upload of 2^20 bytes.
+void check_range(std::string_view value) {
+  const ic::Result<uint64_t> kept = ic::parse_upload_range_header(value, uint64_t{1} << 20);
+  if (kept.ok()) require(*kept <= (uint64_t{1} << 20));
 }
 
 void check_token(std::string_view body) {
@@ -98,6 +105,7 @@ void check_key(std::string_view body) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body = ic::fuzz::as_view(data, size);
   check_decimal(body);
+  check_range(body);
   check_token(body);
   check_metadata(body);
   check_listing(body);

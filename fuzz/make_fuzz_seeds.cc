@@ -313,6 +313,7 @@ MIIBVAIBADANBgkqhkiG9w0BAQEFAASC
        R"({"error":{"code":403,"message":"trainer@p does not have storage.objects.get access",)"
        R"("errors":[{"message":"denied","domain":"global","reason":"forbidden"}]}})"},
       {"decimal", "1700000000123456"},
+      {"upload_range", "bytes=0-262143"},
   };
   for (const auto& [name, body] : bodies) IC_RETURN_IF_ERROR(write_bytes(dir / name, body));
   return ic::Status();

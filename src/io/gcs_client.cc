@@ -172,16 +172,12 @@ Status GcsClient::upload(const GcsObjectName& name, const std::vector<std::strin
 
 namespace {
 
-// How many bytes a resumable session holds, from a 308's "Range: bytes=0-N" (none: 0). A
-// real server keeps whole 256 KiB units of the chunks we send; "bytes=0-0" is how some
-// emulators say "nothing yet", so one byte counts as none.
-uint64_t persisted_bytes(const HttpResponse& response) {
+// How many bytes a resumable session of `total` bytes holds, from a 308's "Range: bytes=0-N"
+// (none: 0). A real server keeps whole 256 KiB units of the chunks we send.
+Result<uint64_t> persisted_bytes(const HttpResponse& response, uint64_t total) {
   const auto range = response.headers.find("range");
-  if (range == response.headers.end()) return 0;
-  const size_t dash = range->second.find('-');
-  if (dash == std::string::npos) return 0;
-  const uint64_t bytes = std::strtoull(range->second.c_str() + dash + 1, nullptr, 10) + 1;
-  return bytes == 1 ? 0 : bytes;
+  if (range == response.headers.end()) return uint64_t{0};
+  return parse_upload_range_header(range->second, total);
 }
 
 }  // namespace
@@ -223,7 +219,9 @@ Status GcsClient::resumable_upload(const GcsObjectName& name,
     const Result<HttpResponse> response = http_send(put, what);
     if (response.ok() && ok_status(response->status)) return Status();  // the object exists
     if (response.ok() && response->status == 308) {
-      const uint64_t persisted = persisted_bytes(*response);
+      Result<uint64_t> persisted_or = persisted_bytes(*response, total);
+      if (!persisted_or.ok()) return persisted_or.status().with_context(what);
+      const uint64_t persisted = *persisted_or;
       if (persisted <= sent) return error(what, ": the server kept no bytes of the chunk");
       sent = persisted;
       failures = 0;
@@ -247,7 +245,9 @@ Status GcsClient::resumable_upload(const GcsObjectName& name,
       return error(name.url(),
                    ": the resumable upload session is gone: ", describe_http_error(status));
     }
-    sent = persisted_bytes(status);
+    Result<uint64_t> kept = persisted_bytes(status, total);
+    if (!kept.ok()) return kept.status().with_context(name.url());
+    sent = *kept;
   }
 }
 

@@ -70,6 +70,21 @@ bool parse_decimal_uint64(std::string_view text, uint64_t* value) {
   return true;
 }
 
+Result<uint64_t> parse_upload_range_header(std::string_view value, uint64_t total) {
+  constexpr std::string_view kPrefix = "bytes=0-";
+  uint64_t last = 0;
+  if (value.substr(0, kPrefix.size()) != kPrefix ||
+      !parse_decimal_uint64(value.substr(kPrefix.size()), &last)) {
+    return error("the upload session's Range header is not \"bytes=0-N\"");
+  }
+  if (last == 0) return uint64_t{0};
+  if (last >= total) {
+    return error("the upload session's Range header claims more bytes than the ", total,
+                 " being uploaded");
+  }
+  return last + 1;
+}
+
 Result<TokenResponse> parse_token_response_body(std::string_view body) {
   return guarded<TokenResponse>("the token response", [&]() -> Result<TokenResponse> {
     const std::optional<Json> doc = parse_object(body);

@@ -58,6 +58,12 @@ Result<RewriteProgress> parse_rewrite_body(std::string_view body);
 // An error response's error.message; "" when the body is not such a response.
 std::string error_message_of(std::string_view body);
 
+// How many bytes a resumable upload session of `total` bytes holds, from the value of a 308's
+// Range header, "bytes=0-N": N + 1, where "bytes=0-0" counts as none (how some emulators say
+// "nothing yet"). Anything else, or N + 1 > total, is an error (not a JSON body, but just as
+// much outside input: a wrong value would make the upload resend from past the data's end).
+Result<uint64_t> parse_upload_range_header(std::string_view value, uint64_t total);
+
 // Parses a decimal unsigned integer: digits only (no sign, space or exponent), 1..20 of them,
 // at most UINT64_MAX. Exposed for the tests and the fuzzer.
 bool parse_decimal_uint64(std::string_view text, uint64_t* value);

@@ -188,5 +188,16 @@ TEST(GcsJsonTest, DeepNestingAndHugeNumbersAreErrorsNotCrashes) {
   EXPECT_FALSE(parse_object_metadata_body("{\"size\":1" + std::string(400, '0') + "}").ok());
 }
 
+TEST(GcsJsonTest, UploadRangeHeaders) {
+  EXPECT_EQ(*parse_upload_range_header("bytes=0-262143", 1000000), 262144u);
+  EXPECT_EQ(*parse_upload_range_header("bytes=0-0", 1000000), 0u);  // an emulator's "none yet"
+  EXPECT_EQ(*parse_upload_range_header("bytes=0-999999", 1000000), 1000000u);
+  for (const char* bad :
+       {"", "bytes=0-", "bytes=0-abc", "bytes=0--1", "bytes=5-10", "0-10", "bytes=0-1000000",
+        "bytes=0-18446744073709551615", "bytes=0-99999999999999999999999", "bytes=0-12 "}) {
+    EXPECT_FALSE(parse_upload_range_header(bad, 1000000).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace ic
