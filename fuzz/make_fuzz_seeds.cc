@@ -13,6 +13,9 @@
 //   fuzz_synset_labels     labels files for the harness's three validation images
 //   fuzz_input_position    positions of a two-file stream (fresh, mid-file, buffered)
 //   fuzz_predict_request   predict bodies (row, columnar, named, float), a classify body
+//   fuzz_gcs_json          Cloud Storage / OAuth bodies: a listing page, object metadata, a
+//                          token response, a service-account key (dummy PEM), rewrite and
+//                          error responses
 #include <zlib.h>
 
 #include <cstdio>
@@ -271,11 +274,57 @@ ic::Status predict_request_seeds(const fs::path& dir, const std::string& jpeg,
   return write_bytes(dir / "floats", "{\"instances\": [" + pixels + "]}");
 }
 
+// Bodies as Cloud Storage's JSON API, an OAuth token endpoint and the metadata server send
+// them, and a service-account key file whose PEM is a dummy (the parser does not read it).
+ic::Status gcs_json_seeds(const fs::path& dir) {
+  const std::map<std::string, std::string> bodies = {
+      {"listing_page",
+       R"({"kind":"storage#objects","nextPageToken":"Cgxtb2RlbC9ldmVudHM=",)"
+       R"("prefixes":["model/eval/","model/export/"],"items":[)"
+       R"({"kind":"storage#object","id":"bkt/model/checkpoint/1700000000123456",)"
+       R"("name":"model/checkpoint","bucket":"bkt","generation":"1700000000123456",)"
+       R"("metageneration":"1","contentType":"application/octet-stream",)"
+       R"("size":"187","md5Hash":"1B2M2Y8AsgTpgAmY7PhCfg==","crc32c":"AAAAAA==",)"
+       R"("timeCreated":"2026-11-30T12:00:00.000Z","updated":"2026-11-30T12:00:00.000Z"},)"
+       R"({"kind":"storage#object","name":"model/model.ckpt-1000.index","size":"5321"}]})"},
+      {"listing_last_page", R"({"kind":"storage#objects","items":[{"name":"a"}]})"},
+      {"object_metadata",
+       R"({"kind":"storage#object","id":"bkt/train-00000-of-01024/1700000000000001",)"
+       R"("selfLink":"https://www.googleapis.com/storage/v1/b/bkt/o/train-00000-of-01024",)"
+       R"("name":"train-00000-of-01024","bucket":"bkt","generation":"1700000000000001",)"
+       R"("metageneration":"1","size":"146472281","storageClass":"STANDARD"})"},
+      {"object_metadata_numbers", R"({"size":18446744073709551615,"generation":42})"},
+      {"token_response",
+       R"({"access_token":"ya29.dummy-token","expires_in":3599,"token_type":"Bearer"})"},
+      {"token_response_string_expiry", R"({"access_token":"t","expires_in":"3600"})"},
+      {"service_account_key",
+       R"({"type":"service_account","project_id":"p","private_key_id":"0123abcd",)"
+       R"("private_key":"-----BEGIN PRIVATE KEY-----
+MIIBVAIBADANBgkqhkiG9w0BAQEFAASC
+)"
+       R"(-----END PRIVATE KEY-----
+","client_email":"trainer@p.iam.gserviceaccount.com",)"
+       R"("client_id":"1","token_uri":"https://oauth2.googleapis.com/token"})"},
+      {"rewrite_in_progress",
+       R"({"kind":"storage#rewriteResponse","totalBytesRewritten":"1048576",)"
+       R"("objectSize":"10485760","done":false,"rewriteToken":"CiRkZW1vLXJld3JpdGU="})"},
+      {"rewrite_done", R"({"kind":"storage#rewriteResponse","done":true,"resource":{"name":"b"}})"},
+      {"error_response",
+       R"({"error":{"code":403,"message":"trainer@p does not have storage.objects.get access",)"
+       R"("errors":[{"message":"denied","domain":"global","reason":"forbidden"}]}})"},
+      {"decimal", "1700000000123456"},
+      {"upload_range", "bytes=0-262143"},
+  };
+  for (const auto& [name, body] : bodies) IC_RETURN_IF_ERROR(write_bytes(dir / name, body));
+  return ic::Status();
+}
+
 ic::Status make_seeds(const fs::path& out) {
   for (const char* harness :
        {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess", "fuzz_safetensors",
         "fuzz_tensor_bundle", "fuzz_json", "fuzz_npy", "fuzz_event", "fuzz_checkpoint_state",
-        "fuzz_idx", "fuzz_synset_labels", "fuzz_input_position", "fuzz_predict_request"}) {
+        "fuzz_idx", "fuzz_synset_labels", "fuzz_input_position", "fuzz_predict_request",
+        "fuzz_gcs_json"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -302,6 +351,7 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(idx_seeds(out / "fuzz_idx"));
   IC_RETURN_IF_ERROR(input_position_seeds(out / "fuzz_input_position"));
   IC_RETURN_IF_ERROR(predict_request_seeds(out / "fuzz_predict_request", jpeg, png));
+  IC_RETURN_IF_ERROR(gcs_json_seeds(out / "fuzz_gcs_json"));
   return synset_label_seeds(out / "fuzz_synset_labels");
 }
 

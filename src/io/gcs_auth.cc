@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/file_system.h"
+#include "io/gcs_json.h"
 #include "io/http_client.h"
 
 namespace ic {
@@ -67,13 +68,10 @@ Result<Token> parse_token_response(const HttpResponse& response, const std::stri
   if (response.status != 200) {
     return error("getting an access token from ", source, " failed: HTTP ", response.status);
   }
-  const nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
-  if (!body.is_object() || !body.contains("access_token") || !body["access_token"].is_string()) {
-    return error("the token response from ", source, " has no access_token");
-  }
-  const int64_t expires_in = body.value("expires_in", int64_t{3600});
-  return Token{body["access_token"].get<std::string>(),
-               std::chrono::steady_clock::now() + std::chrono::seconds(expires_in)};
+  Result<TokenResponse> parsed = parse_token_response_body(response.body);
+  if (!parsed.ok()) return parsed.status().with_context("getting an access token from " + source);
+  return Token{std::move(parsed->access_token),
+               std::chrono::steady_clock::now() + std::chrono::seconds(parsed->expires_in_seconds)};
 }
 
 // A token source that caches what `fetch` gets and fetches again near expiry.
@@ -187,28 +185,7 @@ Result<std::string> read_local_key_file(const std::string& path) {
 
 }  // namespace
 
-Result<ServiceAccountKey> parse_service_account_key(const std::string& json,
-                                                    const std::string& path) {
-  const nlohmann::json doc = nlohmann::json::parse(json, nullptr, false);
-  if (!doc.is_object()) return error(path, ": not a JSON object (expected a service-account key)");
-  if (doc.value("type", "") != "service_account") {
-    return error(path,
-                 ": \"type\" is not \"service_account\" (only service-account keys are "
-                 "supported; for user credentials use the metadata server or an emulator)");
-  }
-  ServiceAccountKey key;
-  for (const char* field : {"client_email", "private_key"}) {
-    if (!doc.contains(field) || !doc[field].is_string()) {
-      return error(path, ": the key has no string field \"", field, "\"");
-    }
-  }
-  key.client_email = doc["client_email"].get<std::string>();
-  key.private_key_pem = doc["private_key"].get<std::string>();
-  if (doc.contains("token_uri") && doc["token_uri"].is_string()) {
-    key.token_uri = doc["token_uri"].get<std::string>();
-  }
-  return key;
-}
+// parse_service_account_key is in gcs_json.cc, with the other parsers of outside JSON.
 
 Result<std::string> make_jwt_assertion(const ServiceAccountKey& key, const std::string& scope,
                                        int64_t issued_at) {

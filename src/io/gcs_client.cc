@@ -6,6 +6,8 @@
 #include <random>
 #include <thread>
 
+#include "io/gcs_json.h"
+
 namespace ic {
 namespace {
 
@@ -58,11 +60,8 @@ std::string gcs_endpoint_from_environment() {
 
 std::string describe_http_error(const HttpResponse& response) {
   std::string out = "HTTP " + std::to_string(response.status);
-  const nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
-  if (body.is_object() && body.contains("error") && body["error"].is_object() &&
-      body["error"].contains("message") && body["error"]["message"].is_string()) {
-    out += ": " + body["error"]["message"].get<std::string>();
-  }
+  const std::string message = error_message_of(response.body);
+  if (!message.empty()) out += ": " + message;
   return out;
 }
 
@@ -122,18 +121,11 @@ Result<std::optional<GcsObjectInfo>> GcsClient::stat(const GcsObjectName& name) 
     return error(name.url(),
                  ": reading the object's metadata failed: ", describe_http_error(response));
   }
-  const nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
-  if (!body.is_object() || !body.contains("size")) {
-    return error(name.url(), ": the object's metadata has no size");
-  }
+  Result<ObjectMetadata> metadata = parse_object_metadata_body(response.body);
+  if (!metadata.ok()) return metadata.status().with_context(name.url());
   GcsObjectInfo info;
-  const nlohmann::json& size = body["size"];  // a decimal string in the JSON API
-  info.size = size.is_string() ? std::strtoull(size.get<std::string>().c_str(), nullptr, 10)
-                               : size.get<uint64_t>();
-  if (body.contains("generation")) {
-    const nlohmann::json& g = body["generation"];
-    info.generation = g.is_string() ? g.get<std::string>() : g.dump();
-  }
+  info.size = metadata->size;
+  info.generation = std::move(metadata->generation);
   return std::optional<GcsObjectInfo>(info);
 }
 
@@ -180,16 +172,12 @@ Status GcsClient::upload(const GcsObjectName& name, const std::vector<std::strin
 
 namespace {
 
-// How many bytes a resumable session holds, from a 308's "Range: bytes=0-N" (none: 0). A
-// real server keeps whole 256 KiB units of the chunks we send; "bytes=0-0" is how some
-// emulators say "nothing yet", so one byte counts as none.
-uint64_t persisted_bytes(const HttpResponse& response) {
+// How many bytes a resumable session of `total` bytes holds, from a 308's "Range: bytes=0-N"
+// (none: 0). A real server keeps whole 256 KiB units of the chunks we send.
+Result<uint64_t> persisted_bytes(const HttpResponse& response, uint64_t total) {
   const auto range = response.headers.find("range");
-  if (range == response.headers.end()) return 0;
-  const size_t dash = range->second.find('-');
-  if (dash == std::string::npos) return 0;
-  const uint64_t bytes = std::strtoull(range->second.c_str() + dash + 1, nullptr, 10) + 1;
-  return bytes == 1 ? 0 : bytes;
+  if (range == response.headers.end()) return uint64_t{0};
+  return parse_upload_range_header(range->second, total);
 }
 
 }  // namespace
@@ -231,7 +219,9 @@ Status GcsClient::resumable_upload(const GcsObjectName& name,
     const Result<HttpResponse> response = http_send(put, what);
     if (response.ok() && ok_status(response->status)) return Status();  // the object exists
     if (response.ok() && response->status == 308) {
-      const uint64_t persisted = persisted_bytes(*response);
+      Result<uint64_t> persisted_or = persisted_bytes(*response, total);
+      if (!persisted_or.ok()) return persisted_or.status().with_context(what);
+      const uint64_t persisted = *persisted_or;
       if (persisted <= sent) return error(what, ": the server kept no bytes of the chunk");
       sent = persisted;
       failures = 0;
@@ -255,7 +245,9 @@ Status GcsClient::resumable_upload(const GcsObjectName& name,
       return error(name.url(),
                    ": the resumable upload session is gone: ", describe_http_error(status));
     }
-    sent = persisted_bytes(status);
+    Result<uint64_t> kept = persisted_bytes(status, total);
+    if (!kept.ok()) return kept.status().with_context(name.url());
+    sent = *kept;
   }
 }
 
@@ -272,23 +264,11 @@ Result<GcsListing> GcsClient::list(const std::string& bucket, const std::string&
     if (!ok_status(response.status)) {
       return error(what, ": listing failed: ", describe_http_error(response));
     }
-    const nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
-    if (!body.is_object()) return error(what, ": the listing is not JSON");
-    if (body.contains("items") && body["items"].is_array()) {
-      for (const nlohmann::json& item : body["items"]) {
-        if (item.contains("name") && item["name"].is_string()) {
-          listing.objects.push_back(item["name"].get<std::string>());
-        }
-      }
-    }
-    if (body.contains("prefixes") && body["prefixes"].is_array()) {
-      for (const nlohmann::json& p : body["prefixes"]) {
-        if (p.is_string()) listing.prefixes.push_back(p.get<std::string>());
-      }
-    }
-    page_token = body.contains("nextPageToken") && body["nextPageToken"].is_string()
-                     ? body["nextPageToken"].get<std::string>()
-                     : "";
+    Result<ListingPage> page = parse_listing_body(response.body);
+    if (!page.ok()) return page.status().with_context(what);
+    for (std::string& object : page->objects) listing.objects.push_back(std::move(object));
+    for (std::string& prefix : page->prefixes) listing.prefixes.push_back(std::move(prefix));
+    page_token = std::move(page->next_page_token);
   } while (!page_token.empty() && max_results <= 0);
   return listing;
 }
@@ -317,10 +297,10 @@ Status GcsClient::copy(const GcsObjectName& from, const GcsObjectName& to) {
     if (!ok_status(response.status)) {
       return error(what, ": copy failed: ", describe_http_error(response));
     }
-    const nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
-    if (!body.is_object() || body.value("done", true)) return Status();
-    token = body.value("rewriteToken", "");
-    if (token.empty()) return error(what, ": copy not done and no rewriteToken to go on with");
+    Result<RewriteProgress> progress = parse_rewrite_body(response.body);
+    if (!progress.ok()) return progress.status().with_context(what + ": copy");
+    if (progress->done) return Status();
+    token = std::move(progress->rewrite_token);
   }
   return error(what, ": copy did not finish");
 }
