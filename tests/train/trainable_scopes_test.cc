@@ -1,9 +1,10 @@
 // --trainable_scopes (TF-slim train_image_classifier's flag) through the whole training run:
 // variables outside the scopes keep their values and optimizer slots bit for bit while those
-// inside change (inception_v3 with RMSProp, resnet50 with Nesterov momentum); batch norm's moving statistics still update (TF-slim's update ops run for
-// every layer); the fine-tuning recipe (--warm_start_from a 10-class run, --num_classes=7,
-// only the logits trained) leaves every other warm-started variable exactly as loaded; a
-// scope that matches nothing and a malformed list are errors.
+// inside change (inception_v3 with RMSProp, resnet50 with Nesterov momentum); batch norm's moving
+// statistics still update (TF-slim's update ops run for every layer); the fine-tuning recipe
+// (--warm_start_from a 10-class run, --num_classes=7, only the logits trained) leaves every other
+// warm-started variable exactly as loaded; a scope that matches nothing and a malformed list are
+// errors.
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
