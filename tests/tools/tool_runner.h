@@ -45,7 +45,6 @@ inline ToolOutput run_tool(const std::string& program, const std::string& args) 
   return run_command(bin_path(program) + " " + args);
 }
 
-// A fresh directory under the system temp dir, removed at the end of the test.
 // Trains a tiny Inception v3 on fake data to `steps` (absolute) in model_dir, one thread, one
 // checkpoint at the end; `extra` flags come last and win.
 inline ToolOutput train_tiny_model(const std::string& model_dir, int steps,
@@ -58,6 +57,7 @@ inline ToolOutput train_tiny_model(const std::string& model_dir, int steps,
                      std::to_string(steps) + " --model_dir=" + model_dir + " " + extra);
 }
 
+// A fresh directory under the system temp dir, removed at the end of the test.
 class TempDir {
  public:
   TempDir() {
