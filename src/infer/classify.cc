@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <numeric>
 #include <sstream>
 
 #include "data/preprocessing.h"
@@ -131,25 +132,30 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   const int64_t classes = meta.num_classes;
   result.logits_shape = {count, classes};
 
-  const int top_k = static_cast<int>(std::min<int64_t>(options.top_k, classes));
   for (int64_t i = 0; i < count; ++i) {
-    const float* row = result.logits.data() + i * classes;
-    const float max = *std::max_element(row, row + classes);
-    std::vector<double> prob(static_cast<size_t>(classes));
-    double sum = 0;
-    for (int64_t c = 0; c < classes; ++c) sum += prob[c] = std::exp(double{row[c]} - max);
-    std::vector<int64_t> order(static_cast<size_t>(classes));
-    for (int64_t c = 0; c < classes; ++c) order[c] = c;
-    std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int64_t a, int64_t b) {
-      return row[a] > row[b] || (row[a] == row[b] && a < b);
-    });
-    ClassifyResult::Prediction p{names[i], {}};
-    for (int k = 0; k < top_k; ++k) {
-      p.top.emplace_back(order[k], static_cast<float>(prob[order[k]] / sum));
-    }
-    result.predictions.push_back(std::move(p));
+    result.predictions.push_back(
+        {names[i], top_classes(result.logits.data() + i * classes, classes, options.top_k)});
   }
   return result;
+}
+
+std::vector<std::pair<int64_t, float>> top_classes(const float* logits, int64_t classes, int k) {
+  const int64_t top_k = std::min<int64_t>(k, classes);
+  const float max = *std::max_element(logits, logits + classes);
+  std::vector<double> prob(static_cast<size_t>(classes));
+  double sum = 0;
+  for (int64_t c = 0; c < classes; ++c) sum += prob[c] = std::exp(double{logits[c]} - max);
+  std::vector<int64_t> order(static_cast<size_t>(classes));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int64_t a, int64_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  std::vector<std::pair<int64_t, float>> top;
+  top.reserve(static_cast<size_t>(top_k));
+  for (int64_t j = 0; j < top_k; ++j) {
+    top.emplace_back(order[j], static_cast<float>(prob[order[j]] / sum));
+  }
+  return top;
 }
 
 }  // namespace ic

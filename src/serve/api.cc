@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <sstream>
 
 #include "data/image_codec.h"
 #include "data/preprocessing.h"
+#include "infer/classify.h"
 #include "serve/base64.h"
 
 namespace ic {
@@ -247,21 +247,13 @@ json predict_response(const float* logits, int64_t count, int64_t classes, bool 
 
 json classify_response(const float* logits, int64_t count, int64_t classes, int top_k,
                        const std::map<int64_t, std::string>& label_names) {
-  const int64_t k = std::min<int64_t>(top_k, classes);
   json result = json::array();
-  std::vector<int64_t> order(static_cast<size_t>(classes));
   for (int64_t i = 0; i < count; ++i) {
-    const float* row = logits + i * classes;
-    const std::vector<float> p = softmax(row, classes);
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
-      return row[a] > row[b] || (row[a] == row[b] && a < b);
-    });
     json top = json::array();
-    for (int64_t j = 0; j < k; ++j) {
-      auto name = label_names.find(order[j]);
+    for (const auto& [label, probability] : top_classes(logits + i * classes, classes, top_k)) {
+      auto name = label_names.find(label);
       top.push_back(
-          {name != label_names.end() ? name->second : std::to_string(order[j]), p[order[j]]});
+          {name != label_names.end() ? name->second : std::to_string(label), probability});
     }
     result.push_back(std::move(top));
   }

@@ -18,12 +18,6 @@ ServedModel::~ServedModel() {
   state_.reset();
 }
 
-std::vector<int64_t> ServedModel::bucket_sizes() const {
-  std::vector<int64_t> sizes;
-  for (const Bucket& bucket : buckets_) sizes.push_back(bucket.size);
-  return sizes;
-}
-
 Result<std::unique_ptr<ServedModel>> ServedModel::load(const BackendOptions& backend_options,
                                                        const std::string& model_dir,
                                                        const std::string& checkpoint,

@@ -41,8 +41,6 @@ class ServedModel {
   int64_t image_floats() const { return int64_t{meta_.height} * meta_.width * 3; }
   int64_t num_classes() const { return meta_.num_classes; }
   int64_t max_batch_size() const { return buckets_.back().size; }
-  // The bucket sizes, smallest first.
-  std::vector<int64_t> bucket_sizes() const;
 
   // Runs `count` (1..max_batch_size) images, preprocessed [count, H, W, 3] in `images`, and
   // writes their logits [count, num_classes] to `logits`. One caller at a time.
