@@ -48,8 +48,7 @@ Status RecordStream::note_file_done(const Slot& slot) {
                last_corruption_.empty() ? slot.path + ": no records" : last_corruption_);
 }
 
-Result<bool> RecordStream::next_interleaved(std::string* record, std::string* source,
-                                            uint64_t* offset, size_t* file) {
+Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offset, size_t* file) {
   while (true) {
     // Keep cycle_length files open while there are files left.
     while (static_cast<int>(slots_.size()) < options_.cycle_length) {
@@ -81,9 +80,8 @@ Result<bool> RecordStream::next_interleaved(std::string* record, std::string* so
       }
       continue;
     }
-    *source = slot.path;
-    if (offset != nullptr) *offset = record_offset;
-    if (file != nullptr) *file = slot.file;
+    *offset = record_offset;
+    *file = slot.file;
     ++slot.good_records;
     barren_files_.clear();
     slot_pos_ = (slot_pos_ + 1) % slots_.size();
@@ -92,14 +90,21 @@ Result<bool> RecordStream::next_interleaved(std::string* record, std::string* so
 }
 
 Result<bool> RecordStream::next(std::string* record, std::string* source, uint64_t* offset) {
-  if (options_.shuffle_buffer <= 1) return next_interleaved(record, source, offset);
+  if (options_.shuffle_buffer <= 1) {
+    uint64_t record_offset = 0;
+    size_t file = 0;
+    IC_ASSIGN_OR_RETURN(const bool got, next_interleaved(record, &record_offset, &file));
+    if (!got) return false;
+    *source = files_[file];
+    if (offset != nullptr) *offset = record_offset;
+    return true;
+  }
   // tf.data's shuffle: fill the buffer, then hand out a uniformly chosen element and put the
   // next input record in its place.
   const size_t capacity = static_cast<size_t>(options_.shuffle_buffer);
   while (!input_done_ && buffer_.size() < capacity) {
     Buffered item;
-    IC_ASSIGN_OR_RETURN(const bool got,
-                        next_interleaved(&item.record, &item.source, &item.offset, &item.file));
+    IC_ASSIGN_OR_RETURN(const bool got, next_interleaved(&item.record, &item.offset, &item.file));
     if (!got) {
       input_done_ = true;
       break;
@@ -109,7 +114,7 @@ Result<bool> RecordStream::next(std::string* record, std::string* source, uint64
   if (buffer_.empty()) return false;
   const size_t pick = shuffle_rng_.uniform_int(static_cast<uint32_t>(buffer_.size()));
   *record = std::move(buffer_[pick].record);
-  *source = std::move(buffer_[pick].source);
+  *source = files_[buffer_[pick].file];
   if (offset != nullptr) *offset = buffer_[pick].offset;
   if (pick != buffer_.size() - 1) buffer_[pick] = std::move(buffer_.back());
   buffer_.pop_back();
@@ -183,7 +188,6 @@ Status RecordStream::restore(const RecordStreamPosition& p) {
       return error(files_[b.file], ": input position names a record at byte ", b.offset,
                    ", the end of the file");
     }
-    item.source = files_[b.file];
     item.offset = b.offset;
     item.file = b.file;
     buffer_.push_back(std::move(item));
