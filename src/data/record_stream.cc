@@ -40,12 +40,13 @@ std::optional<size_t> RecordStream::next_file() {
 
 Status RecordStream::note_file_done(const Slot& slot) {
   if (!options_.repeat_and_shuffle_files || slot.good_records > 0) return Status();
-  barren_files_.insert(slot.path);
+  const std::string& path = files_[slot.file];
+  barren_files_.insert(path);
   if (barren_files_.size() < files_.size()) return Status();
   return error("none of the ", files_.size(),
                " input files holds a readable record (each is empty, not a TFRecord file, or "
                "corrupt in every record), e.g. ",
-               last_corruption_.empty() ? slot.path + ": no records" : last_corruption_);
+               last_corruption_.empty() ? path + ": no records" : last_corruption_);
 }
 
 Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offset, size_t* file) {
@@ -55,7 +56,7 @@ Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offse
       std::optional<size_t> next = next_file();
       if (!next) break;
       IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[*next]));
-      slots_.push_back(Slot{std::move(reader), files_[*next], *next});
+      slots_.push_back(Slot{std::move(reader), *next});
     }
     if (slots_.empty()) return false;
     if (slot_pos_ >= slots_.size()) slot_pos_ = 0;
@@ -76,7 +77,7 @@ Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offse
       if (std::optional<size_t> next = next_file()) {
         IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[*next]));
         slots_.insert(slots_.begin() + static_cast<std::ptrdiff_t>(slot_pos_),
-                      Slot{std::move(reader), files_[*next], *next});
+                      Slot{std::move(reader), *next});
       }
       continue;
     }
@@ -164,7 +165,7 @@ Status RecordStream::restore(const RecordStreamPosition& p) {
   for (const auto& f : p.open_files) {
     IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[f.file]));
     IC_RETURN_IF_ERROR(reader.seek(f.offset));
-    slots_.push_back(Slot{std::move(reader), files_[f.file], f.file, f.good_records});
+    slots_.push_back(Slot{std::move(reader), f.file, f.good_records});
   }
   slot_pos_ = p.slot_pos;
   // The buffered records, read again from where they were read the first time; a record that

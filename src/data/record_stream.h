@@ -50,8 +50,7 @@ class RecordStream {
  private:
   struct Slot {
     TfRecordReader reader;
-    std::string path;
-    size_t file = 0;           // index in files_
+    size_t file = 0;           // index in files_ (its path is files_[file])
     int64_t good_records = 0;  // given out from this opening of the file
   };
   struct Buffered {
