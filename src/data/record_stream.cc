@@ -40,23 +40,23 @@ std::optional<size_t> RecordStream::next_file() {
 
 Status RecordStream::note_file_done(const Slot& slot) {
   if (!options_.repeat_and_shuffle_files || slot.good_records > 0) return Status();
-  barren_files_.insert(slot.path);
+  const std::string& path = files_[slot.file];
+  barren_files_.insert(path);
   if (barren_files_.size() < files_.size()) return Status();
   return error("none of the ", files_.size(),
                " input files holds a readable record (each is empty, not a TFRecord file, or "
                "corrupt in every record), e.g. ",
-               last_corruption_.empty() ? slot.path + ": no records" : last_corruption_);
+               last_corruption_.empty() ? path + ": no records" : last_corruption_);
 }
 
-Result<bool> RecordStream::next_interleaved(std::string* record, std::string* source,
-                                            uint64_t* offset, size_t* file) {
+Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offset, size_t* file) {
   while (true) {
     // Keep cycle_length files open while there are files left.
     while (static_cast<int>(slots_.size()) < options_.cycle_length) {
       std::optional<size_t> next = next_file();
       if (!next) break;
       IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[*next]));
-      slots_.push_back(Slot{std::move(reader), files_[*next], *next});
+      slots_.push_back(Slot{std::move(reader), *next});
     }
     if (slots_.empty()) return false;
     if (slot_pos_ >= slots_.size()) slot_pos_ = 0;
@@ -77,13 +77,12 @@ Result<bool> RecordStream::next_interleaved(std::string* record, std::string* so
       if (std::optional<size_t> next = next_file()) {
         IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[*next]));
         slots_.insert(slots_.begin() + static_cast<std::ptrdiff_t>(slot_pos_),
-                      Slot{std::move(reader), files_[*next], *next});
+                      Slot{std::move(reader), *next});
       }
       continue;
     }
-    *source = slot.path;
-    if (offset != nullptr) *offset = record_offset;
-    if (file != nullptr) *file = slot.file;
+    *offset = record_offset;
+    *file = slot.file;
     ++slot.good_records;
     barren_files_.clear();
     slot_pos_ = (slot_pos_ + 1) % slots_.size();
@@ -92,14 +91,21 @@ Result<bool> RecordStream::next_interleaved(std::string* record, std::string* so
 }
 
 Result<bool> RecordStream::next(std::string* record, std::string* source, uint64_t* offset) {
-  if (options_.shuffle_buffer <= 1) return next_interleaved(record, source, offset);
+  if (options_.shuffle_buffer <= 1) {
+    uint64_t record_offset = 0;
+    size_t file = 0;
+    IC_ASSIGN_OR_RETURN(const bool got, next_interleaved(record, &record_offset, &file));
+    if (!got) return false;
+    *source = files_[file];
+    if (offset != nullptr) *offset = record_offset;
+    return true;
+  }
   // tf.data's shuffle: fill the buffer, then hand out a uniformly chosen element and put the
   // next input record in its place.
   const size_t capacity = static_cast<size_t>(options_.shuffle_buffer);
   while (!input_done_ && buffer_.size() < capacity) {
     Buffered item;
-    IC_ASSIGN_OR_RETURN(const bool got,
-                        next_interleaved(&item.record, &item.source, &item.offset, &item.file));
+    IC_ASSIGN_OR_RETURN(const bool got, next_interleaved(&item.record, &item.offset, &item.file));
     if (!got) {
       input_done_ = true;
       break;
@@ -109,7 +115,7 @@ Result<bool> RecordStream::next(std::string* record, std::string* source, uint64
   if (buffer_.empty()) return false;
   const size_t pick = shuffle_rng_.uniform_int(static_cast<uint32_t>(buffer_.size()));
   *record = std::move(buffer_[pick].record);
-  *source = std::move(buffer_[pick].source);
+  *source = files_[buffer_[pick].file];
   if (offset != nullptr) *offset = buffer_[pick].offset;
   if (pick != buffer_.size() - 1) buffer_[pick] = std::move(buffer_.back());
   buffer_.pop_back();
@@ -159,7 +165,7 @@ Status RecordStream::restore(const RecordStreamPosition& p) {
   for (const auto& f : p.open_files) {
     IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[f.file]));
     IC_RETURN_IF_ERROR(reader.seek(f.offset));
-    slots_.push_back(Slot{std::move(reader), files_[f.file], f.file, f.good_records});
+    slots_.push_back(Slot{std::move(reader), f.file, f.good_records});
   }
   slot_pos_ = p.slot_pos;
   // The buffered records, read again from where they were read the first time; a record that
@@ -183,7 +189,6 @@ Status RecordStream::restore(const RecordStreamPosition& p) {
       return error(files_[b.file], ": input position names a record at byte ", b.offset,
                    ", the end of the file");
     }
-    item.source = files_[b.file];
     item.offset = b.offset;
     item.file = b.file;
     buffer_.push_back(std::move(item));

@@ -50,23 +50,21 @@ class RecordStream {
  private:
   struct Slot {
     TfRecordReader reader;
-    std::string path;
-    size_t file = 0;           // index in files_
+    size_t file = 0;           // index in files_ (its path is files_[file])
     int64_t good_records = 0;  // given out from this opening of the file
   };
   struct Buffered {
     std::string record;
-    std::string source;
     uint64_t offset = 0;
-    size_t file = 0;
+    size_t file = 0;  // index in files_ (its path is files_[file])
   };
 
   // The next file to open (its index), or nullopt when the list is exhausted (no repeat).
   std::optional<size_t> next_file();
   // The file order of an epoch (0-based): a permutation drawn from the seed.
   void draw_order(int64_t epoch);
-  Result<bool> next_interleaved(std::string* record, std::string* source, uint64_t* offset,
-                                size_t* file = nullptr);
+  // The next record of the open files in turn, with its byte offset and file index.
+  Result<bool> next_interleaved(std::string* record, uint64_t* offset, size_t* file);
   // A file was read to its end: records it when it gave no good record; the error once every
   // file has (repeating only).
   Status note_file_done(const Slot& slot);

@@ -318,7 +318,7 @@ Status save_checkpoint(const std::string& model_dir, int64_t step,
   }
   // Temp files of saves that were interrupted (a crash between create and rename).
   // (Object stores write whole objects and leave none; listing costs a request there.)
-  if (!has_url_scheme(model_dir) || model_dir.rfind("file://", 0) == 0) {
+  if (local_path(model_dir)) {
     const Result<std::vector<std::string>> files = list_files(model_dir);
     for (const std::string& path : files.ok() ? *files : std::vector<std::string>()) {
       const std::string file = base_name(path);

@@ -43,6 +43,12 @@ size_t root_length(const std::string& path) {
 
 bool has_url_scheme(const std::string& path) { return scheme_length(path) > 0; }
 
+std::optional<std::string> local_path(const std::string& path) {
+  if (!has_url_scheme(path)) return path;
+  if (starts_with(path, kFileScheme)) return path.substr(kFileScheme.size());
+  return std::nullopt;
+}
+
 Result<FileSystem*> file_system_for(const std::string& path) {
   if (!has_url_scheme(path) || starts_with(path, kFileScheme)) return &local_file_system();
   if (starts_with(path, kGcsScheme)) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,6 +92,9 @@ FileSystem& local_file_system();
 
 // Whether `path` starts with "<scheme>://" (or looks like it was meant to: "gs:/x").
 bool has_url_scheme(const std::string& path);
+// The local path `path` names (itself, or a file:// URL without the scheme); nullopt for any
+// other URL (an object, or an unknown scheme).
+std::optional<std::string> local_path(const std::string& path);
 // `dir` + '/' + `name` without doubling the '/'; `name` absolute (or a URL) is returned as is.
 std::string join_path(const std::string& dir, const std::string& name);
 // The path without its last component ("." for a bare local name; "gs://b" for "gs://b/x").

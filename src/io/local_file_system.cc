@@ -19,9 +19,7 @@ namespace fs = std::filesystem;
 
 constexpr size_t kLocalReadBuffer = size_t{1} << 20;
 
-std::string local(const std::string& path) {
-  return path.rfind("file://", 0) == 0 ? path.substr(7) : path;
-}
+std::string local(const std::string& path) { return local_path(path).value_or(path); }
 
 class LocalRandomAccessFile final : public RandomAccessFile {
  public:

@@ -78,8 +78,7 @@ Result<ParsedCommandLine> parse_command_line(int argc, const char* const* argv,
     return lookup(name, defining_files, &info) ? set_flag(info, value)
                                                : error("unknown command-line flag --", name);
   };
-  IC_ASSIGN_OR_RETURN(WalkedCommandLine walked, walk_command_line(argc, argv, syntax));
-  return ParsedCommandLine{std::move(walked.positional), walked.help};
+  return walk_command_line(argc, argv, syntax);
 }
 
 std::string flags_help(const ProgramHelp& program, const std::vector<std::string>& defining_files) {

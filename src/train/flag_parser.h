@@ -9,13 +9,12 @@
 #include <vector>
 
 #include "core/status.h"
+#include "train/command_line_syntax.h"
 
 namespace ic {
 
-struct ParsedCommandLine {
-  std::vector<std::string> positional;  // arguments that are not flags, in order
-  bool help = false;                    // --help (or -h) was given
-};
+// The positional arguments and whether help was asked for, as the shared walk reports them.
+using ParsedCommandLine = WalkedCommandLine;
 
 // Accepts --name=value, --name value, -name=value, and for booleans --name, --noname and
 // --name=True/False (any case). "--" ends the flags. Sets each flag's value in the registry.

@@ -17,6 +17,24 @@ std::vector<float*> arenas(ModelState& state) {
   return out;
 }
 
+// Both gather_to_leader overloads: each rank's value may have its own length, so its size goes
+// first.
+template <typename Values>
+std::vector<Values> gather_values(Communicator& comm, const Values& mine) {
+  std::vector<Values> all;
+  for (int r = 0; r < comm.size(); ++r) {
+    Values value = comm.rank() == r ? mine : Values();
+    if (r != 0) {  // broadcast is the collective the communicator has
+      uint64_t size = value.size();
+      comm.broadcast(&size, sizeof(size), r);
+      value.resize(size);
+      if (size > 0) comm.broadcast(value.data(), size * sizeof(typename Values::value_type), r);
+    }
+    if (comm.rank() == 0) all.push_back(std::move(value));
+  }
+  return all;
+}
+
 }  // namespace
 
 std::string input_position_key(int rank) { return "input_position/rank_" + std::to_string(rank); }
@@ -30,34 +48,12 @@ std::string new_run_id() {
 }
 
 std::vector<std::string> gather_to_leader(Communicator& comm, const std::string& mine) {
-  std::vector<std::string> all;
-  for (int r = 0; r < comm.size(); ++r) {
-    std::string value = comm.rank() == r ? mine : std::string();
-    if (r != 0) {  // broadcast is the collective the communicator has
-      uint64_t size = value.size();
-      comm.broadcast(&size, sizeof(size), r);
-      value.resize(size);
-      if (size > 0) comm.broadcast(value.data(), size, r);
-    }
-    if (comm.rank() == 0) all.push_back(std::move(value));
-  }
-  return all;
+  return gather_values(comm, mine);
 }
 
 std::vector<std::vector<float>> gather_to_leader(Communicator& comm,
                                                  const std::vector<float>& mine) {
-  std::vector<std::vector<float>> all;
-  for (int r = 0; r < comm.size(); ++r) {
-    std::vector<float> value = comm.rank() == r ? mine : std::vector<float>();
-    if (r != 0) {
-      uint64_t size = value.size();
-      comm.broadcast(&size, sizeof(size), r);
-      value.resize(size);
-      if (size > 0) comm.broadcast(value.data(), size * sizeof(float), r);
-    }
-    if (comm.rank() == 0) all.push_back(std::move(value));
-  }
-  return all;
+  return gather_values(comm, mine);
 }
 
 size_t moving_statistics_count(ModelState& state) {

@@ -172,10 +172,8 @@ Status Session::prepare_training() {
   if (!made.ok()) return made.with_context("cannot create --model_dir");
   // The leader writes the model_dir (the other replicas share it); nobody else may.
   // A bucket has no locks (docs/tutorial.md): one trainer per gs:// model_dir is up to the user.
-  const bool file_url = options_.model_dir.rfind("file://", 0) == 0;
-  if (leader_ && (!has_url_scheme(options_.model_dir) || file_url)) {
-    IC_ASSIGN_OR_RETURN(
-        lock_, ModelDirLock::acquire(file_url ? options_.model_dir.substr(7) : options_.model_dir));
+  if (const std::optional<std::string> local = local_path(options_.model_dir); leader_ && local) {
+    IC_ASSIGN_OR_RETURN(lock_, ModelDirLock::acquire(*local));
   }
   // The newest usable checkpoint, recovered from the files when the index is lost or the
   // newest save is damaged (io/checkpoint_recovery.h).

@@ -100,14 +100,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph&
   t->recipe_ = recipe;
   t->reducer_ = reducer;
   IC_ASSIGN_OR_RETURN(t->update_ranges_, update_ranges(state, recipe.trainable_scopes));
-  for (const ParamInfo& p : state.params()) {
-    if (!p.trainable) continue;
-    t->trainable_variables_ += 1;
-    t->trainable_parameters_ += p.shape.numel();
-  }
   for (size_t i = 0; i < state.params().size(); ++i) {
     const ParamInfo& p = state.params()[i];
     if (!p.trainable) continue;
+    t->trainable_variables_ += 1;
+    t->trainable_parameters_ += p.shape.numel();
     for (const auto& [offset, count] : t->update_ranges_) {
       if (state.layout().offset[i] >= offset && state.layout().offset[i] < offset + count) {
         t->trained_variables_ += 1;
