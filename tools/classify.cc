@@ -59,26 +59,10 @@ int classify_main(int argc, char** argv) {
               << " for --num_threads (allowed: 0 = all cores, or more)" << std::endl;
     return 2;
   }
-  BackendOptions b;
-  b.num_threads = FLAGS_num_threads;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (b.num_threads > cores) {
-    std::cerr << "classify: --num_threads=" << b.num_threads << " is more than the " << cores
-              << " cores of this machine; using " << cores << std::endl;
-    b.num_threads = cores;
-  }
-  // The trainers' --device parser; an empty value (the trainers' "decided by --use_tpu") is
-  // no device here.
-  const std::optional<DeviceChoice> device = parse_device(FLAGS_device);
-  if (!device || device->kind == DeviceChoice::Kind::from_use_tpu) {
-    std::cerr << "classify: bad value '" << FLAGS_device
-              << "' for --device (allowed: cpu, cuda, cuda:N)" << std::endl;
-    return 2;
-  }
-  if (device->kind == DeviceChoice::Kind::cuda) {
-    b.kind = DeviceKind::cuda;
-    b.device_index = device->cuda_index.value_or(0);
-  }
+  const std::optional<BackendOptions> backend_options =
+      tool_backend_options("classify", FLAGS_device, FLAGS_num_threads);
+  if (!backend_options) return 2;
+  const BackendOptions& b = *backend_options;
   std::map<int64_t, std::string> label_names;
   if (!FLAGS_labels_file.empty()) {
     Result<std::map<int64_t, std::string>> read = read_label_names(FLAGS_labels_file);

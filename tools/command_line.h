@@ -2,11 +2,15 @@
 // tool's own flags, answer --help, refuse a bad flag or an unexpected argument with a message.
 #pragma once
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "backend/backend.h"
+#include "train/choices.h"
 #include "train/flag_parser.h"
 
 namespace ic {
@@ -34,6 +38,34 @@ inline std::optional<int> start_tool(const ProgramHelp& help,
     return 2;
   }
   return std::nullopt;
+}
+
+// The backend a tool's --device (cpu, cuda, cuda:N: the trainers' parser, so every program
+// accepts the same values) and --num_threads (0 = all cores; more than the machine has is
+// capped with a notice) ask for; nullopt after saying why a --device value is refused.
+inline std::optional<BackendOptions> tool_backend_options(const std::string& program,
+                                                          const std::string& device,
+                                                          int num_threads) {
+  const std::optional<DeviceChoice> choice = parse_device(device);
+  // An empty value (the trainers' "decided by --use_tpu") names no device here.
+  if (!choice || choice->kind == DeviceChoice::Kind::from_use_tpu) {
+    std::cerr << program << ": bad value '" << device
+              << "' for --device (allowed: cpu, cuda, cuda:N)" << std::endl;
+    return std::nullopt;
+  }
+  BackendOptions backend;
+  if (choice->kind == DeviceChoice::Kind::cuda) {
+    backend.kind = DeviceKind::cuda;
+    backend.device_index = choice->cuda_index.value_or(0);
+  }
+  backend.num_threads = num_threads;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (backend.num_threads > cores) {
+    std::cerr << program << ": --num_threads=" << backend.num_threads << " is more than the "
+              << cores << " cores of this machine; using " << cores << std::endl;
+    backend.num_threads = cores;
+  }
+  return backend;
 }
 
 }  // namespace ic

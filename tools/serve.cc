@@ -82,18 +82,10 @@ int serve_main(int argc, char** argv) {
   options.model_name = FLAGS_model_name;
   options.host = FLAGS_host;
   options.port = FLAGS_port;
-  options.backend.num_threads = FLAGS_num_threads;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options.backend.num_threads > cores) options.backend.num_threads = cores;
-  if (FLAGS_device.rfind("cuda", 0) == 0) {
-    options.backend.kind = DeviceKind::cuda;
-    options.backend.device_index =
-        FLAGS_device.size() > 5 ? std::atoi(FLAGS_device.c_str() + 5) : 0;
-  } else if (FLAGS_device != "cpu") {
-    std::cerr << "serve: bad value '" << FLAGS_device
-              << "' for --device (allowed: cpu, cuda, cuda:N)" << std::endl;
-    return 2;
-  }
+  const std::optional<BackendOptions> backend =
+      tool_backend_options("serve", FLAGS_device, FLAGS_num_threads);
+  if (!backend) return 2;
+  options.backend = *backend;
   options.http_threads = FLAGS_http_threads;
   options.max_batch_size = FLAGS_max_batch_size;
   options.batch_timeout = std::chrono::microseconds(FLAGS_batch_timeout_micros);

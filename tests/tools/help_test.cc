@@ -60,5 +60,18 @@ TEST(Help, AnUnknownFlagIsRefusedWithExitCode2) {
   EXPECT_TRUE(slip.contains("(did you mean --num_train_images?)")) << slip.output;
 }
 
+TEST(Help, TheToolsTakeTheTrainersDeviceValuesOnly) {
+  // One parser for --device everywhere: "cudaz9" or "cuda:abc" must not quietly mean a GPU.
+  for (const char* program : {"classify", "serve"}) {
+    for (const char* device : {"cudaz9", "cuda:abc", "gpu"}) {
+      const std::string inputs = std::string(program) == "classify" ? " x.jpg" : "";
+      const ToolOutput bad =
+          run_tool(program, std::string("--model_dir=/nonexistent --device=") + device + inputs);
+      EXPECT_EQ(bad.exit_code, 2) << program << " " << device << ": " << bad.output;
+      EXPECT_TRUE(bad.contains("allowed: cpu, cuda, cuda:N")) << bad.output;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ic
