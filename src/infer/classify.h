@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "core/status.h"
 #include "data/image_codec.h"
+#include "infer/top_classes.h"
 
 namespace ic {
 
@@ -40,11 +41,6 @@ struct ClassifyResult {
 };
 
 Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend);
-
-// The min(k, classes) most likely classes of one row of logits, best first (ties: the lower
-// label), with their softmax probabilities (computed in double): classify's and the server's
-// :classify answer.
-std::vector<std::pair<int64_t, float>> top_classes(const float* logits, int64_t classes, int k);
 
 // Label names: lines "<label> <name>" (or "<label>\t<name>"), or plain names where line i
 // (from 0) names label i. Errors name the file.

@@ -6,7 +6,7 @@
 
 #include "data/image_codec.h"
 #include "data/preprocessing.h"
-#include "infer/classify.h"
+#include "infer/top_classes.h"
 #include "serve/base64.h"
 
 namespace ic {
