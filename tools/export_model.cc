@@ -9,7 +9,7 @@
 #include "command_line.h"
 #include "core/main_guard.h"
 #include "infer/model_export.h"
-#include "infer/trained_model.h"
+#include "runtime/inference_model.h"
 #include "train/flag_parser.h"
 
 DEFINE_string(model_dir, "", "Directory whose latest checkpoint is exported");
@@ -41,7 +41,7 @@ int export_main(int argc, char** argv) {
     std::cerr << "export_model: give --export_dir (--help lists the flags)" << std::endl;
     return 2;
   }
-  Result<TrainedModel> model = load_trained_model(FLAGS_model_dir, FLAGS_checkpoint);
+  Result<InferenceModel> model = load_for_inference(FLAGS_model_dir, FLAGS_checkpoint);
   if (!model.ok()) {
     std::cerr << "export_model: " << model.status().message() << std::endl;
     return 1;

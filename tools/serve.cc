@@ -13,9 +13,9 @@
 #include "command_line.h"
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
+#include "core/stop_signal.h"
 #include "infer/classify.h"
 #include "serve/server.h"
-#include "train/stop_signal.h"
 
 DEFINE_string(model_dir, "",
               "Directory (local or gs://) whose newest checkpoint, or newest "

@@ -11,14 +11,9 @@
 #include "data/preprocessing.h"
 #include "infer/npy.h"
 #include "infer/top_classes.h"
-#include "infer/trained_model.h"
-#include "io/checkpoint_dir.h"
 #include "io/file_system.h"
-#include "io/safetensors.h"
-#include "models/model.h"
-#include "train/checkpoint_checks.h"
-#include "train/model_state.h"
-#include "train/trainer.h"
+#include "runtime/evaluator.h"
+#include "runtime/inference_model.h"
 
 namespace ic {
 namespace {
@@ -110,8 +105,8 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   if (options.inputs.empty()) return error("no inputs (give image or .npy files)");
   if (options.top_k < 1)
     return error("bad value ", options.top_k, " for top_k (allowed: 1 or more)");
-  IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(result.checkpoint));
-  IC_ASSIGN_OR_RETURN(CheckpointMeta meta, checked_checkpoint_meta(file, result.checkpoint));
+  IC_ASSIGN_OR_RETURN(InferenceModel model, load_for_inference("", result.checkpoint));
+  const CheckpointMeta& meta = model.meta;
 
   std::vector<float> images;
   std::vector<std::string> names;
@@ -121,13 +116,12 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   }
   const int64_t count = static_cast<int64_t>(names.size());
 
-  IC_ASSIGN_OR_RETURN(ModelOptions m, inference_model_options(meta, count));
-  IC_ASSIGN_OR_RETURN(Graph graph, build_model(m));
-  IC_ASSIGN_OR_RETURN(std::unique_ptr<ModelState> state,
-                      ModelState::create(backend, graph, OptimizerKind::sgd, false, false));
-  IC_RETURN_IF_ERROR(state->restore_for_eval(file, /*use_ema=*/true, result.checkpoint));
-  result.global_step = state->global_step;
-  IC_ASSIGN_OR_RETURN(std::unique_ptr<Evaluator> evaluator, Evaluator::create(*state, graph, 0.f));
+  IC_ASSIGN_OR_RETURN(Graph graph, build_inference_graph(model, count));
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<ModelVariables> variables,
+                      upload_for_inference(backend, model, graph));
+  result.global_step = model.global_step;
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<Evaluator> evaluator,
+                      Evaluator::create(*variables, graph, 0.f));
   evaluator->run_batch(images.data(), nullptr);
   result.logits = evaluator->logits();
   const int64_t classes = meta.num_classes;

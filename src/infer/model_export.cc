@@ -24,7 +24,7 @@ Result<ExportFormat> parse_export_format(const std::string& name) {
   return error("unknown export format '", name, "' (allowed: saved_model, onnx, safetensors)");
 }
 
-Status write_safetensors_export(const TrainedModel& model, const std::string& path) {
+Status write_safetensors_export(const InferenceModel& model, const std::string& path) {
   std::map<std::string, std::string> metadata = checkpoint_metadata(model.meta);
   metadata["source"] = model.checkpoint;
   metadata["weights"] = "inference (exponential moving averages where the checkpoint has them)";
@@ -48,7 +48,7 @@ Status fsync_directory(const std::string& dir) {
 
 // Writes the export's files into `dir`. Each writer puts the file a poller waits for last:
 // saved_model.pb after variables/, and the other formats are one file each.
-Status write_export(const TrainedModel& model, const std::string& dir, ExportFormat format) {
+Status write_export(const InferenceModel& model, const std::string& dir, ExportFormat format) {
   switch (format) {
     case ExportFormat::saved_model: return write_saved_model(model, dir);
     case ExportFormat::safetensors:
@@ -89,7 +89,7 @@ Result<int64_t> free_version(FileSystem& fs, const std::string& export_dir) {
 
 }  // namespace
 
-Result<std::string> export_trained_model(const TrainedModel& model, const std::string& export_dir,
+Result<std::string> export_trained_model(const InferenceModel& model, const std::string& export_dir,
                                          ExportFormat format) {
   if (export_dir.empty()) return error("no export directory given");
   IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(export_dir));
@@ -135,7 +135,7 @@ Result<std::string> export_newest_saved_model(const std::string& model_dir,
   if (model_dir.empty()) return error("no --model_dir to export a checkpoint from");
   IC_ASSIGN_OR_RETURN(std::optional<std::string> newest, latest_checkpoint(model_dir));
   if (!newest) return error("no checkpoint in ", model_dir, " to export");
-  IC_ASSIGN_OR_RETURN(TrainedModel model, load_trained_model(model_dir, *newest));
+  IC_ASSIGN_OR_RETURN(InferenceModel model, load_for_inference(model_dir, *newest));
   return export_trained_model(model, export_dir, ExportFormat::saved_model);
 }
 

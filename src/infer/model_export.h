@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "infer/trained_model.h"
+#include "runtime/inference_model.h"
 
 namespace ic {
 
@@ -24,7 +24,7 @@ Result<ExportFormat> parse_export_format(const std::string& name);
 
 // Writes `model` as `format` into a new numbered directory under `export_dir` (created if
 // needed) and returns that directory's path.
-Result<std::string> export_trained_model(const TrainedModel& model, const std::string& export_dir,
+Result<std::string> export_trained_model(const InferenceModel& model, const std::string& export_dir,
                                          ExportFormat format);
 
 // What the trainers' --export_dir does after a run (train/run_main.h): the newest checkpoint
@@ -36,6 +36,6 @@ Result<std::string> export_newest_saved_model(const std::string& model_dir,
 // The safetensors export: every tensor of model.weights (EMA shadows under the parameters'
 // own names), the int64 scalar global_step, and the checkpoint metadata plus "source" (the
 // checkpoint read) as __metadata__. classify --checkpoint reads it like a checkpoint.
-Status write_safetensors_export(const TrainedModel& model, const std::string& path);
+Status write_safetensors_export(const InferenceModel& model, const std::string& path);
 
 }  // namespace ic

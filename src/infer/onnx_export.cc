@@ -51,7 +51,7 @@ namespace {
 // are [N,features] as in ours.
 class OnnxBuilder {
  public:
-  OnnxBuilder(const TrainedModel& model, const Graph& graph, onnx::GraphProto& out)
+  OnnxBuilder(const InferenceModel& model, const Graph& graph, onnx::GraphProto& out)
       : model_(model), graph_(graph), out_(out) {}
 
   Status build();
@@ -87,7 +87,7 @@ class OnnxBuilder {
   void declare(onnx::ValueInfoProto* info, const std::string& name,
                onnx::TensorProto::DataType type, const std::vector<int64_t>& dims);
 
-  const TrainedModel& model_;
+  const InferenceModel& model_;
   const Graph& graph_;
   onnx::GraphProto& out_;
   std::map<ValueId, std::string> names_;
@@ -412,7 +412,7 @@ void metadata(onnx::ModelProto& m, const std::string& key, const std::string& va
 
 }  // namespace
 
-Status export_onnx(const TrainedModel& model, const std::string& path) {
+Status export_onnx(const InferenceModel& model, const std::string& path) {
   IC_ASSIGN_OR_RETURN(Graph graph, build_inference_graph(model, 1));
   if (graph.training) return error("ONNX export: the inference graph is in training mode");
   onnx::ModelProto m;

@@ -15,7 +15,7 @@
 
 #include "backend/ops.h"
 #include "core/status.h"
-#include "infer/trained_model.h"
+#include "runtime/inference_model.h"
 
 namespace ic {
 
@@ -23,7 +23,7 @@ inline constexpr int kOnnxOpset = 13;
 
 // Writes `model` as an ONNX file at `path` (atomically: a temp file renamed into place).
 // Errors name the path, or the graph node that has no ONNX equivalent.
-Status export_onnx(const TrainedModel& model, const std::string& path);
+Status export_onnx(const InferenceModel& model, const std::string& path);
 
 // A convolution with the inference batch norm after it folded in, in ONNX's layout:
 //   w'[o,i,kh,kw] = w[kh,kw,i,o] * s[o],   b'[o] = (b[o] - mean[o]) * s[o] + beta[o],

@@ -6,7 +6,7 @@
 
 namespace ic {
 
-Status write_saved_model(const TrainedModel& model, const std::string& dir) {
+Status write_saved_model(const InferenceModel& model, const std::string& dir) {
   // The graph's batch size does not matter: the export's batch dimension is -1.
   IC_ASSIGN_OR_RETURN(Graph graph, build_inference_graph(model, 1));
   IC_ASSIGN_OR_RETURN(SavedModelGraph exported, saved_model_graph(graph));

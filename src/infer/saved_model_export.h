@@ -10,12 +10,12 @@
 #include <string>
 
 #include "core/status.h"
-#include "infer/trained_model.h"
+#include "runtime/inference_model.h"
 
 namespace ic {
 
 // Writes the SavedModel's files into `dir` (created if needed). The caller makes the result
 // appear atomically (model_export.h writes into a temp directory and renames it).
-Status write_saved_model(const TrainedModel& model, const std::string& dir);
+Status write_saved_model(const InferenceModel& model, const std::string& dir);
 
 }  // namespace ic

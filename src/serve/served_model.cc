@@ -23,7 +23,7 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const BackendOptions& bac
                                                        const std::string& checkpoint,
                                                        int64_t max_batch_size) {
   if (max_batch_size < 1) return error("bad max_batch_size ", max_batch_size, " (1 or more)");
-  IC_ASSIGN_OR_RETURN(TrainedModel trained, load_trained_model(model_dir, checkpoint));
+  IC_ASSIGN_OR_RETURN(InferenceModel trained, load_for_inference(model_dir, checkpoint));
   auto model = std::make_unique<ServedModel>(Key());
   model->checkpoint_ = trained.checkpoint;
   // TF Serving's rule: an export reports its directory number, a checkpoint its global step.
@@ -37,26 +37,10 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const BackendOptions& bac
     Bucket bucket;
     bucket.size = size;
     IC_ASSIGN_OR_RETURN(bucket.graph, build_inference_graph(trained, size));
+    // One copy of the values (EMA shadows where the checkpoint has them) for every bucket.
     if (!model->state_) {
-      IC_ASSIGN_OR_RETURN(model->state_, ModelState::create(*model->backend_, bucket.graph,
-                                                            OptimizerKind::sgd, false, false));
-      // The values load_trained_model picked (EMA shadows for weights) go straight into the
-      // eval arenas.
-      ModelState& state = *model->state_;
-      const ParamBinding binding = state.eval_binding();
-      for (size_t i = 0; i < state.params().size(); ++i) {
-        const ParamInfo& param = state.params()[i];
-        auto found = trained.weights.find(param.name);
-        if (found == trained.weights.end()) {
-          return error(trained.checkpoint, ": checkpoint has no tensor ", param.name,
-                       " that the model needs");
-        }
-        float* arena = param.trainable ? const_cast<float*>(binding.weights) : binding.state;
-        state.backend().upload(arena + state.layout().offset[i], found->second.bytes.data(),
-                               found->second.bytes.size());
-      }
-      state.global_step = trained.global_step;
-      state.backend().synchronize();
+      IC_ASSIGN_OR_RETURN(model->state_,
+                          upload_for_inference(*model->backend_, trained, bucket.graph));
     }
     IC_ASSIGN_OR_RETURN(bucket.evaluator, Evaluator::create(*model->state_, bucket.graph, 0.f));
     bucket.input.assign(static_cast<size_t>(size * model->image_floats()), 0.f);

@@ -12,15 +12,14 @@
 #include "backend/backend.h"
 #include "core/status.h"
 #include "graph/graph.h"
-#include "infer/trained_model.h"
-#include "train/model_state.h"
-#include "train/trainer.h"
+#include "runtime/evaluator.h"
+#include "runtime/inference_model.h"
 
 namespace ic {
 
 class ServedModel {
  public:
-  // Loads `checkpoint` (empty: the newest of model_dir) with infer/trained_model.h and compiles
+  // Loads `checkpoint` (empty: the newest of model_dir) with runtime/inference_model.h and compiles
   // the buckets. Errors name the checkpoint.
   static Result<std::unique_ptr<ServedModel>> load(const BackendOptions& backend_options,
                                                    const std::string& model_dir,
@@ -57,7 +56,7 @@ class ServedModel {
   int64_t version_ = 0;
   CheckpointMeta meta_;
   std::unique_ptr<Backend> backend_;
-  std::unique_ptr<ModelState> state_;
+  std::unique_ptr<ModelVariables> state_;
   std::vector<Bucket> buckets_;
 };
 

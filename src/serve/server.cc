@@ -10,9 +10,9 @@
 #include <sstream>
 #include <thread>
 
-#include "infer/trained_model.h"
 #include "io/checkpoint_dir.h"
 #include "io/file_system.h"
+#include "runtime/inference_model.h"
 #include "serve/api.h"
 #include "serve/batcher.h"
 #include "serve/metrics.h"

@@ -1,63 +1,30 @@
-// Everything a run keeps between steps, in flat device arenas of one ParamLayout: weights,
-// gradients, optimizer slots, EMA shadows of the weights, moving statistics and their EMA,
-// plus the global step. Converts to and from a checkpoint with TF-slim names:
-//   <var>                              weights and moving statistics
-//   <var>/ExponentialMovingAverage     EMA shadows (weights and moving statistics)
+// What a training run keeps between steps: the model's variables (runtime/model_variables.h:
+// weights, moving statistics, their EMA shadows, the global step) plus the gradients and the
+// optimizer's slots, in flat device arenas of one ParamLayout. Converts to and from a
+// checkpoint with TF-slim names; the slots are
 //   <var>/RMSProp, <var>/RMSProp_1     RMSProp mean square and momentum
 //   <var>/Momentum                     momentum accumulator
-//   global_step                        int64 scalar
 #pragma once
 
-#include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "core/status.h"
-#include "graph/graph.h"
-#include "graph/param_layout.h"
-#include "io/checkpoint_contents.h"
 #include "models/model_spec.h"
+#include "runtime/model_variables.h"
 
 namespace ic {
 
-// What a checkpoint holds a model of; stored as the checkpoint metadata (the bundle's
-// metadata entry, or the safetensors __metadata__).
-struct CheckpointMeta {
-  std::string model;
-  int64_t num_classes = 0;
-  int height = 0, width = 0;
-  double depth_multiplier = 1.0;
-  std::string flags;  // the command line's flags, for the record
-};
-constexpr const char* kCheckpointFormatVersion = "1";
-
-std::map<std::string, std::string> checkpoint_metadata(const CheckpointMeta& meta);
-// Fails when a key is missing or malformed, naming `path`.
-Result<CheckpointMeta> parse_checkpoint_metadata(const std::map<std::string, std::string>& metadata,
-                                                 const std::string& path);
-// "inception_v3, 1001 classes, depth_multiplier 1, 299x299 images"
-std::string describe(const CheckpointMeta& meta);
-// The checkpoint's global_step (int64 or int32 scalar); errors name `path`.
-Result<int64_t> read_global_step(const CheckpointContents& file, const std::string& path);
-// The model, class count and depth multiplier must agree (they decide every tensor shape);
-// the message gives both descriptions.
-Status check_compatible(const CheckpointMeta& saved, const CheckpointMeta& run,
-                        const std::string& path);
-
-class ModelState {
+class ModelState : public ModelVariables {
  public:
   // training: gradients and the optimizer's slots are allocated; moving_average: EMA shadows.
   static Result<std::unique_ptr<ModelState>> create(Backend& backend, const Graph& graph,
                                                     OptimizerKind optimizer, bool training,
                                                     bool moving_average);
 
-  // Fresh start: weights from their initialisers (seeded), moving mean 0 / variance 1,
-  // RMSProp mean square 1 (TF1's RMSPropOptimizer initialises it to ones), other slots 0,
-  // EMA shadows equal to the values (TF creates a shadow with its variable's initial value).
-  Status initialize(uint64_t seed);
+  // Fresh start: the variables' fresh values (ModelVariables::initialize), RMSProp mean square
+  // 1 (TF1's RMSPropOptimizer initialises it to ones), other slots 0.
+  Status initialize(uint64_t seed) override;
 
   // Resumes training: every tensor of the layout must be present with its shape. Optimizer
   // slots or EMA shadows missing from the file (another --optimizer or --moving_average)
@@ -72,52 +39,24 @@ class ModelState {
   // An error when nothing at all matches (the wrong checkpoint, most likely).
   Status warm_start(const CheckpointContents& file, const std::string& path,
                     std::vector<std::string>* loaded, std::vector<std::string>* skipped);
-  // Loads the values a model is evaluated with into the eval arenas: the EMA shadows when
-  // `use_ema` and present (LoadEMAHook), else the raw values.
-  Status restore_for_eval(const CheckpointContents& file, bool use_ema, const std::string& path);
 
-  // The checkpoint's tensors (downloaded to host memory owned by this object, valid until the
-  // next call).
-  std::vector<TensorView> checkpoint_tensors();
-
-  ParamBinding train_binding() const;
-  ParamBinding eval_binding() const;  // the EMA arenas when kept, else the live ones
-
-  Backend& backend() const { return backend_; }
-  const ParamLayout& layout() const { return layout_; }
-  const std::vector<ParamInfo>& params() const { return params_; }
+  ParamBinding train_binding() const { return ParamBinding{weights(), state(), grads()}; }
   OptimizerKind optimizer() const { return optimizer_; }
-  bool has_ema() const { return moving_average_; }
 
-  float* weights() const { return weights_.as<float>(); }
   float* grads() const { return grads_.as<float>(); }
   float* slot1() const { return slot1_.as<float>(); }
   float* slot2() const { return slot2_.as<float>(); }
-  float* ema_weights() const { return ema_weights_.as<float>(); }
-  float* state() const { return state_.as<float>(); }
-  float* ema_state() const { return ema_state_.as<float>(); }
 
-  int64_t global_step = 0;
+ protected:
+  // Parameter i's variables, then its optimizer slots.
+  void add_slices(size_t i, std::vector<Slice>* out) const override;
 
  private:
-  ModelState(Backend& backend) : backend_(backend) {}
-  // One checkpoint tensor per (parameter, arena) with its suffix.
-  struct Slice {
-    std::string name;
-    size_t param;
-    float* arena;
-    bool trainable_arena;
-  };
-  std::vector<Slice> slices() const;
+  explicit ModelState(Backend& backend) : ModelVariables(backend) {}
 
-  Backend& backend_;
-  std::vector<ParamInfo> params_;
-  ParamLayout layout_;
   OptimizerKind optimizer_ = OptimizerKind::rmsprop;
-  bool training_ = false, moving_average_ = false;
-  DeviceBuffer weights_, grads_, slot1_, slot2_, ema_weights_, state_, ema_state_;
-  std::vector<std::vector<float>> host_copies_;
-  int64_t host_step_ = 0;
+  bool training_ = false;
+  DeviceBuffer grads_, slot1_, slot2_;
 };
 
 }  // namespace ic

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/stop_signal.h"
 #include "dist/device_reducer.h"
 #include "io/checkpoint_dir.h"
 #include "io/checkpoint_recovery.h"
@@ -16,11 +17,10 @@
 #include "io/file_system.h"
 #include "io/model_dir_lock.h"
 #include "models/summary.h"
+#include "runtime/checkpoint_checks.h"
 #include "train/batch_source.h"
-#include "train/checkpoint_checks.h"
 #include "train/recipe.h"
 #include "train/resume_state.h"
-#include "train/stop_signal.h"
 
 namespace ic {
 namespace {

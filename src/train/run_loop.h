@@ -15,7 +15,7 @@
 #include "backend/backend.h"
 #include "core/status.h"
 #include "dist/communicator.h"
-#include "train/metrics.h"
+#include "runtime/metrics.h"
 #include "train/run_options.h"
 
 namespace ic {

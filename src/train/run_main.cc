@@ -6,9 +6,9 @@
 
 #include "backend/backend.h"
 #include "core/host_memory.h"
+#include "core/stop_signal.h"
 #include "dist/communicator.h"
 #include "train/run_loop.h"
-#include "train/stop_signal.h"
 #include "train/train_flags.h"
 
 namespace ic {

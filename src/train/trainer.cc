@@ -17,27 +17,6 @@ uint64_t dropout_seed(uint64_t seed, int64_t step) {
   return x ^ (x >> 29);
 }
 
-// Copies the graph's loss terms to `to` on the device, so that one download (with the sum of
-// squares the caller keeps in scratch[0]) reads them all.
-void stage_loss_terms(Backend& backend, const std::vector<const float*>& terms, float* to) {
-  for (size_t i = 0; i < terms.size(); ++i) backend.copy(to + i, terms[i], sizeof(float));
-}
-
-Status check_layout(const ModelState& state, const Graph& graph) {
-  if (graph.params.size() != state.params().size()) {
-    return error("graph has ", graph.params.size(), " parameters, the model state ",
-                 state.params().size());
-  }
-  for (size_t i = 0; i < graph.params.size(); ++i) {
-    if (graph.params[i].name != state.params()[i].name ||
-        !(graph.params[i].shape == state.params()[i].shape)) {
-      return error("graph parameter ", graph.params[i].name, " ", graph.params[i].shape.str(),
-                   " does not match the model state's ", state.params()[i].name);
-    }
-  }
-  return Status();
-}
-
 // What checkpoint_tensors() will copy to host memory at each save: the weights, their EMA and
 // optimizer slots, the moving statistics and their EMA. Kept free when the step's arena is
 // placed, so that the first save cannot be what runs out of memory.
@@ -93,7 +72,7 @@ Result<std::vector<std::pair<size_t, size_t>>> update_ranges(
 Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph& graph,
                                                  const TrainRecipe& recipe,
                                                  DeviceReducer* reducer) {
-  IC_RETURN_IF_ERROR(check_layout(state, graph));
+  IC_RETURN_IF_ERROR(state.check_matches(graph));
   if (!graph.training) return error("Trainer needs a training graph");
   if (recipe.micro_batches < 1) return error("micro_batches must be at least 1");
   std::unique_ptr<Trainer> t(new Trainer(state));
@@ -265,56 +244,6 @@ float Trainer::loss() {
   }
   const double mean = sum / micro_batches_;
   return static_cast<float>(reducer_ ? reducer_->mean(mean) : mean);
-}
-
-Result<std::unique_ptr<Evaluator>> Evaluator::create(ModelState& state, const Graph& graph,
-                                                     float weight_decay) {
-  IC_RETURN_IF_ERROR(check_layout(state, graph));
-  if (graph.training) return error("Evaluator needs an inference graph");
-  std::unique_ptr<Evaluator> e(new Evaluator(state));
-  IC_ASSIGN_OR_RETURN(e->graph_, CompiledGraph::compile(graph, state.backend(), state.layout(),
-                                                        state.eval_binding()));
-  e->loss_terms_ = e->graph_->loss_terms();
-  e->loss_host_.resize(e->loss_terms_.size() + 1);
-  IC_ASSIGN_OR_RETURN(e->scratch_, state.backend().allocate(e->loss_host_.size() * sizeof(float)));
-  e->weight_decay_ = weight_decay;
-  const Shape& images = graph.values.at(graph.images).shape;
-  e->batch_size_ = images.n();
-  e->image_floats_ = images.numel();
-  e->num_classes_ = graph.values.at(graph.logits).shape[1];
-  e->logits_.resize(static_cast<size_t>(e->batch_size_ * e->num_classes_));
-  return e;
-}
-
-void Evaluator::begin() {
-  counts_ = TopKCounts();
-  decay_loss_ = 0;
-  if (weight_decay_ != 0.f && state_.layout().decayed_count > 0) {
-    state_.backend().sum_squares(state_.eval_binding().weights, state_.layout().decayed_count,
-                                 scratch_.as<float>());
-    float sum = 0;
-    state_.backend().download(&sum, scratch_.data(), sizeof(float));
-    decay_loss_ = weight_decay_ * sum / 2.f;
-  }
-}
-
-void Evaluator::run_batch(const float* images, const int32_t* labels) {
-  Backend& backend = state_.backend();
-  backend.upload(graph_->images(), images, static_cast<size_t>(image_floats_) * sizeof(float));
-  if (graph_->labels() != nullptr && labels != nullptr) {
-    backend.upload(graph_->labels(), labels, static_cast<size_t>(batch_size_) * sizeof(int32_t));
-  }
-  graph_->forward(StepContext{0, state_.global_step});
-  backend.download(logits_.data(), graph_->logits(), logits_.size() * sizeof(float));
-  if (labels == nullptr) return;  // prediction only (classify)
-  accumulate_topk(logits_.data(), labels, batch_size_, num_classes_, &counts_);
-  if (loss_terms_.empty()) return;
-  stage_loss_terms(backend, loss_terms_, scratch_.as<float>() + 1);
-  backend.download(loss_host_.data() + 1, scratch_.as<float>() + 1,
-                   loss_terms_.size() * sizeof(float));
-  double loss = decay_loss_;
-  for (size_t i = 1; i < loss_host_.size(); ++i) loss += loss_host_[i];
-  add_batch_loss(loss, &counts_);
 }
 
 }  // namespace ic

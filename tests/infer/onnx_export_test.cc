@@ -23,8 +23,8 @@
 #include "backend/backend.h"
 #include "graph/compiled_graph.h"
 #include "graph/param_layout.h"
-#include "infer/trained_model.h"
 #include "io/checkpoint_dir.h"
+#include "runtime/inference_model.h"
 
 namespace ic {
 namespace {
@@ -40,7 +40,7 @@ std::string temp_dir(const std::string& name) {
 
 // A step-1 checkpoint of `model` at its smallest image size with random values (positive
 // moving variances), loaded back as the exporter sees it.
-TrainedModel tiny_trained_model(const std::string& model, const std::string& dir) {
+InferenceModel tiny_trained_model(const std::string& model, const std::string& dir) {
   CheckpointMeta meta{model, 7, 0, 0, 0.25, ""};
   ModelOptions options = inference_model_options(meta, 1).value();
   const int side = supported_image_sides(options).value().min;
@@ -61,7 +61,7 @@ TrainedModel tiny_trained_model(const std::string& model, const std::string& dir
   static const int64_t step = 1;
   views.push_back({"global_step", DType::i64, Shape{}, &step});
   EXPECT_TRUE(save_checkpoint(dir, 1, checkpoint_metadata(meta), views).ok());
-  Result<TrainedModel> loaded = load_trained_model(dir, "");
+  Result<InferenceModel> loaded = load_for_inference(dir, "");
   EXPECT_TRUE(loaded.ok()) << loaded.status().message();
   return std::move(loaded).value();
 }
@@ -86,7 +86,7 @@ class OnnxExportModels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxExportModels, PassesCheckerAndShapeInferenceWithTheDocumentedInterface) {
   const std::string dir = temp_dir(GetParam());
-  const TrainedModel model = tiny_trained_model(GetParam(), dir);
+  const InferenceModel model = tiny_trained_model(GetParam(), dir);
   const std::string path = dir + "/model.onnx";
   const Status written = export_onnx(model, path);
   ASSERT_TRUE(written.ok()) << written.message();
@@ -144,7 +144,7 @@ INSTANTIATE_TEST_SUITE_P(All, OnnxExportModels,
 
 TEST(OnnxExport, UnwritablePathIsAnErrorNamingIt) {
   const std::string dir = temp_dir("badpath");
-  const TrainedModel model = tiny_trained_model("inception_v3", dir);
+  const InferenceModel model = tiny_trained_model("inception_v3", dir);
   const std::string path = dir + "/no/such/dir/model.onnx";
   const Status written = export_onnx(model, path);
   ASSERT_FALSE(written.ok());
@@ -154,7 +154,7 @@ TEST(OnnxExport, UnwritablePathIsAnErrorNamingIt) {
 
 TEST(OnnxExport, MissingTensorIsAnErrorNamingItAndWritesNothing) {
   const std::string dir = temp_dir("missing");
-  TrainedModel model = tiny_trained_model("resnet50", dir);
+  InferenceModel model = tiny_trained_model("resnet50", dir);
   const std::string missing =
       "resnet_v1_50/block2/unit_1/bottleneck_v1/conv2/BatchNorm/moving_variance";
   ASSERT_EQ(model.weights.erase(missing), 1u);

@@ -2,7 +2,7 @@
 // each model: saved_model.pb parses, its graph is well formed (unique node names, every input
 // names a node, only ops we mean to emit), the signatures' tensors resolve to the right
 // nodes, the SaverDef names real nodes, and variables/ holds every variable the graph reads
-// with the TrainedModel's values bit for bit. tests/interop/run.sh has TensorFlow run it.
+// with the InferenceModel's values bit for bit. tests/interop/run.sh has TensorFlow run it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,10 +17,10 @@
 
 #include "infer/model_export.h"
 #include "infer/saved_model_graph.h"
-#include "infer/trained_model.h"
 #include "io/checkpoint_dir.h"
 #include "io/tensor_bundle.h"
 #include "proto/saved_model.pb.h"
+#include "runtime/inference_model.h"
 
 namespace ic {
 namespace {
@@ -75,7 +75,7 @@ std::string node_of(const std::string& input) {
 void check_export(const std::string& model_name, int size, double depth) {
   SCOPED_TRACE(model_name);
   const std::string model_dir = write_random_checkpoint(model_name, size, depth);
-  Result<TrainedModel> model = load_trained_model(model_dir, "");
+  Result<InferenceModel> model = load_for_inference(model_dir, "");
   ASSERT_TRUE(model.ok()) << model.status().message();
   Result<std::string> exported =
       export_trained_model(*model, model_dir + "/export", ExportFormat::saved_model);
@@ -242,7 +242,7 @@ TEST(SavedModelExport, NoCheckpointIsAnErrorNamingTheModelDir) {
 
 TEST(SavedModelExport, AFailedExportLeavesNoNumberedDirectory) {
   const std::string model_dir = write_random_checkpoint("inception_v3", 75, 0.25);
-  Result<TrainedModel> model = load_trained_model(model_dir, "");
+  Result<InferenceModel> model = load_for_inference(model_dir, "");
   ASSERT_TRUE(model.ok());
   model->weights.erase("InceptionV3/Logits/Conv2d_1c_1x1/biases");
   Result<std::string> exported =

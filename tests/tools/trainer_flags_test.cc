@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "infer/trained_model.h"
+#include "runtime/inference_model.h"
 #include "tools/tool_runner.h"
 #include "train/flag_table.h"
 #include "train/train_flags.h"
@@ -59,7 +59,7 @@ TEST(TrainerFlags, TheFlagsARunRecordsInItsCheckpointParseBackToTheSameOptions) 
   const ToolOutput run = testing::train_tiny_model(
       model_dir, 1, "--checkpoint_format=safetensors --seed=3 --nomoving_average");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  Result<TrainedModel> model = load_trained_model(model_dir, "");
+  Result<InferenceModel> model = load_for_inference(model_dir, "");
   ASSERT_TRUE(model.ok()) << model.status().message();
   const std::string& recorded = model->meta.flags;
   for (const char* flag : {"--checkpoint_format=safetensors", "--seed=3", "--moving_average=false",

@@ -13,9 +13,9 @@
 #include <fstream>
 #include <thread>
 
-#include "train/checkpoint_checks.h"
+#include "core/stop_signal.h"
+#include "runtime/checkpoint_checks.h"
 #include "train/run_options.h"
-#include "train/stop_signal.h"
 #include "train/train_flags.h"
 
 namespace ic {

@@ -12,7 +12,7 @@
 #include <set>
 
 #include "backend/backend.h"
-#include "train/param_init.h"
+#include "runtime/param_init.h"
 
 namespace ic {
 namespace {

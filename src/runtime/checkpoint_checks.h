@@ -8,7 +8,7 @@
 
 #include "core/status.h"
 #include "io/safetensors.h"
-#include "train/model_state.h"
+#include "runtime/checkpoint_meta.h"
 
 namespace ic {
 

@@ -1,10 +1,10 @@
-#include "infer/trained_model.h"
+#include "runtime/inference_model.h"
 
 #include <algorithm>
 
 #include "io/checkpoint_dir.h"
 #include "io/file_system.h"
-#include "train/checkpoint_checks.h"
+#include "runtime/checkpoint_checks.h"
 
 namespace ic {
 
@@ -77,15 +77,15 @@ Result<ModelOptions> inference_model_options(const CheckpointMeta& meta, int64_t
   return m;
 }
 
-Result<Graph> build_inference_graph(const TrainedModel& model, int64_t batch_size) {
+Result<Graph> build_inference_graph(const InferenceModel& model, int64_t batch_size) {
   ModelOptions options = model.options;
   options.batch_size = batch_size;
   return build_model(options);
 }
 
-Result<TrainedModel> load_trained_model(const std::string& model_dir,
-                                        const std::string& checkpoint) {
-  TrainedModel model;
+Result<InferenceModel> load_for_inference(const std::string& model_dir,
+                                          const std::string& checkpoint) {
+  InferenceModel model;
   IC_ASSIGN_OR_RETURN(model.checkpoint, resolve_checkpoint(model_dir, checkpoint));
   const std::string& path = model.checkpoint;
   IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(path));
@@ -113,6 +113,16 @@ Result<TrainedModel> load_trained_model(const std::string& model_dir,
     model.weights.emplace(param.name, std::move(value));
   }
   return model;
+}
+
+Result<std::unique_ptr<ModelVariables>> upload_for_inference(Backend& backend,
+                                                             const InferenceModel& model,
+                                                             const Graph& graph) {
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<ModelVariables> variables,
+                      ModelVariables::create(backend, graph, /*moving_average=*/false));
+  IC_RETURN_IF_ERROR(variables->load_eval_values(model.weights, model.checkpoint));
+  variables->global_step = model.global_step;
+  return variables;
 }
 
 }  // namespace ic

@@ -1,4 +1,4 @@
-#include "train/param_init.h"
+#include "runtime/param_init.h"
 
 #include <cmath>
 #include <random>

@@ -6,18 +6,21 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "backend/backend.h"
 #include "core/status.h"
 #include "graph/graph.h"
 #include "io/checkpoint_contents.h"
 #include "models/model.h"
-#include "train/model_state.h"
+#include "runtime/checkpoint_meta.h"
+#include "runtime/model_variables.h"
 
 namespace ic {
 
-struct TrainedModel {
+struct InferenceModel {
   std::string checkpoint;  // the file or bundle prefix that was read
   int64_t global_step = 0;
   CheckpointMeta meta;
@@ -48,13 +51,19 @@ Result<std::string> resolve_checkpoint(const std::string& model_dir, const std::
 
 // Reads, checks (metadata ranges, finite values, every tensor the network needs with its
 // shape) and returns the model. The file's own errors name the file.
-Result<TrainedModel> load_trained_model(const std::string& model_dir,
-                                        const std::string& checkpoint);
+Result<InferenceModel> load_for_inference(const std::string& model_dir,
+                                          const std::string& checkpoint);
 
 // The options of the inference network a checkpoint with `meta` was trained as.
 Result<ModelOptions> inference_model_options(const CheckpointMeta& meta, int64_t batch_size);
 
 // The inference graph of `model` for `batch_size` images.
-Result<Graph> build_inference_graph(const TrainedModel& model, int64_t batch_size);
+Result<Graph> build_inference_graph(const InferenceModel& model, int64_t batch_size);
+
+// The model's values on `backend`, in the eval arenas of the layout of `graph` (an inference
+// graph of `model`, any batch size): what an Evaluator over that graph reads.
+Result<std::unique_ptr<ModelVariables>> upload_for_inference(Backend& backend,
+                                                             const InferenceModel& model,
+                                                             const Graph& graph);
 
 }  // namespace ic

@@ -1,4 +1,4 @@
-#include "train/metrics.h"
+#include "runtime/metrics.h"
 
 #include <gtest/gtest.h>
 

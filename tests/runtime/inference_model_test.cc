@@ -1,7 +1,7 @@
-// load_trained_model: the EMA shadow wins over the raw tensor (weights and batch-norm
+// load_for_inference: the EMA shadow wins over the raw tensor (weights and batch-norm
 // statistics alike, as evaluation reads them), a tensor without a shadow is read as it is, the step
 // and metadata come back, and a missing or mis-shaped tensor is an error naming the checkpoint.
-#include "infer/trained_model.h"
+#include "runtime/inference_model.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -63,9 +63,9 @@ float first_value(const TensorEntry& entry) {
   return value;
 }
 
-TEST(TrainedModel, EmaShadowsAndMovingStatistics) {
+TEST(InferenceModel, EmaShadowsAndMovingStatistics) {
   const TinyCheckpoint t = write_tiny("ema");
-  Result<TrainedModel> model = load_trained_model(t.dir, "");
+  Result<InferenceModel> model = load_for_inference(t.dir, "");
   ASSERT_TRUE(model.ok()) << model.status().message();
   EXPECT_EQ(model->global_step, 7);
   EXPECT_EQ(model->checkpoint, checkpoint_prefix(t.dir, 7));
@@ -84,16 +84,16 @@ TEST(TrainedModel, EmaShadowsAndMovingStatistics) {
   fs::remove_all(t.dir);
 }
 
-TEST(TrainedModel, MissingTensorAndNoCheckpointAreErrors) {
+TEST(InferenceModel, MissingTensorAndNoCheckpointAreErrors) {
   const std::string missing = "InceptionV3/Logits/Conv2d_1c_1x1/biases";
   const TinyCheckpoint t = write_tiny("missing", missing);
-  Result<TrainedModel> model = load_trained_model(t.dir, "");
+  Result<InferenceModel> model = load_for_inference(t.dir, "");
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find(missing), std::string::npos);
   EXPECT_NE(model.status().message().find(t.dir), std::string::npos);
   fs::remove_all(t.dir);
 
-  Result<TrainedModel> none = load_trained_model(t.dir + "_empty", "");
+  Result<InferenceModel> none = load_for_inference(t.dir + "_empty", "");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find(t.dir + "_empty"), std::string::npos);
 }
@@ -136,7 +136,7 @@ TEST(NewestServable, HighestNumberedVersionHoldingModelSafetensors) {
 
 TEST(NewestServable, AnExportBaseDirectoryLoadsLikeTheCheckpoint) {
   const TinyCheckpoint t = write_tiny("export");
-  Result<TrainedModel> model = load_trained_model(t.dir, "");
+  Result<InferenceModel> model = load_for_inference(t.dir, "");
   ASSERT_TRUE(model.ok()) << model.status().message();
   const std::string base = t.dir + "/export";
   Result<std::string> first = export_trained_model(*model, base, ExportFormat::safetensors);
@@ -145,7 +145,7 @@ TEST(NewestServable, AnExportBaseDirectoryLoadsLikeTheCheckpoint) {
   ASSERT_TRUE(second.ok()) << second.status().message();
   ASSERT_TRUE(export_trained_model(*model, base, ExportFormat::saved_model).ok());
 
-  Result<TrainedModel> exported = load_trained_model(base, "");
+  Result<InferenceModel> exported = load_for_inference(base, "");
   ASSERT_TRUE(exported.ok()) << exported.status().message();
   EXPECT_EQ(exported->checkpoint, *second + "/model.safetensors");
   EXPECT_EQ(export_version_of(exported->checkpoint), std::stoll(fs::path(*second).filename()));

@@ -1,4 +1,4 @@
-#include "train/checkpoint_checks.h"
+#include "runtime/checkpoint_checks.h"
 
 #include <cmath>
 #include <cstring>
