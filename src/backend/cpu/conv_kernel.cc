@@ -49,10 +49,13 @@ class ConvKernel final : public OpKernel {
         built = false;  // no Winograd implementation on this CPU: direct below
       }
     }
-    if (!built) {
-      build(algorithm::convolution_direct, d.compute == DType::bf16 ? dt::bf16 : dt::f32,
-            tag::nhwc);
+    if (!built && d.compute == DType::bf16 && ctx.native_bf16) {
+      build(algorithm::convolution_direct, dt::bf16, tag::nhwc);
+      built = true;
     }
+    // f32, or bf16 on a CPU without bf16 convolutions: computed in float32, which is at least
+    // as accurate (the backend's description says so).
+    if (!built) build(algorithm::convolution_direct, dt::f32, tag::nhwc);
 
     size_t scratch = fwd_pd_.scratchpad_desc().get_size();
     scratch = std::max(scratch, bwd_weights_pd_.scratchpad_desc().get_size());
@@ -228,6 +231,22 @@ class ConvKernel final : public OpKernel {
 };
 
 }  // namespace
+
+bool has_bf16_convolutions(const dnnl::engine& engine) {
+  // oneDNN builds bf16 convolutions only for AVX-512 (native with AVX512_BF16 or AMX, emulated
+  // on AVX512_CORE); asking for the smallest one tells.
+  const memory::desc x({1, 1, 1, 1}, dt::bf16, tag::nhwc), y({1, 1, 1, 1}, dt::f32, tag::nhwc);
+  const memory::desc w({1, 1, 1, 1}, dt::bf16, tag::any);
+  try {
+    convolution_forward::primitive_desc(
+        convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, x, w,
+                                  memory::desc(), y, {1, 1}, {0, 0}, {0, 0}),
+        engine);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
 
 Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& ctx) {
   if (d.input.rank() != 4 || d.out_channels <= 0 || d.kernel_h <= 0 || d.kernel_w <= 0 ||

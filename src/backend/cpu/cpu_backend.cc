@@ -50,7 +50,9 @@ class CpuBackend final : public Backend {
   std::string description() const override {
     const dnnl_version_t* v = dnnl_version();
     return "cpu: oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-           std::to_string(v->patch) + ", " + std::to_string(threads_) + " threads";
+           std::to_string(v->patch) + ", " + std::to_string(threads_) + " threads" +
+           (dnnl_.native_bf16 ? ""
+                              : " (no bf16 convolutions on this CPU: bf16 computes in float32)");
   }
 
   Result<DeviceBuffer> allocate(size_t bytes) override {

@@ -22,9 +22,14 @@
 namespace ic::cpu {
 
 // One CPU engine and one in-order stream for the whole backend.
+// Whether oneDNN builds bf16 convolutions on this CPU (it needs AVX-512).
+bool has_bf16_convolutions(const dnnl::engine& engine);
+
 struct DnnlContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
+  // Without it, convolutions asked to compute in bf16 compute in float32.
+  bool native_bf16 = has_bf16_convolutions(engine);
 };
 
 using dims = dnnl::memory::dims;
