@@ -56,8 +56,7 @@ int tool_main(int argc, char** argv) {
       .name = "imagenet_to_tfrecord",
       .about =
           "converts a raw ImageNet tree (train/<synset>/*.JPEG, validation/*.JPEG, "
-          "synset_labels.txt) "
-          "to TFRecord shards, as the reference's imagenet_to_gcs.py",
+          "synset_labels.txt) to TFRecord shards, as the reference's imagenet_to_gcs.py",
       .example =
           "imagenet_to_tfrecord --raw_data_dir=/data/ILSVRC2012 --local_scratch_dir=/tmp/imagenet"};
   if (std::optional<int> exit_code = ic::start_tool(help, converter_flags(), argc, argv, &flags))

@@ -9,8 +9,8 @@
 
 namespace ic {
 
-// true/false in any case, also t/f, yes/no, y/n, 1/0: the spellings gflags accepted, so every
-// command line that worked with it still does (Python's True/False included).
+// true/false in any case, also t/f, yes/no, y/n, 1/0: the spellings the programs have always
+// accepted, so every command line that worked still does (Python's True/False included).
 std::optional<bool> parse_bool(std::string_view text);
 
 // A decimal (or 0x hexadecimal) integer within [min, max], nothing before or after it.
