@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git time
   libdnnl-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev
-  libprotobuf-dev protobuf-compiler libgflags-dev libleveldb-dev
+  libprotobuf-dev protobuf-compiler libleveldb-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv

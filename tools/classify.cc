@@ -1,84 +1,86 @@
 // classify: top-5 classes of images (or preprocessed .npy arrays) under a trained checkpoint.
 //   classify --model_dir=DIR [--labels_file=F] [--logits_out=L.npy] cat.jpg dog.png ...
-// The flags live here, not in the library, so no program links two definitions of
-// --model_dir (the training programs define their own).
+// Its flags are declared once, below: a table over ClassifyFlags (cli/flag_table.h).
 #include "infer/classify.h"
 
-#include <gflags/gflags.h>
-
-#include <algorithm>
-#include <cstdlib>
+#include <cstdint>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <sstream>
-#include <thread>
+#include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "command_line.h"
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
+#include "data/image_codec.h"
 #include "infer/npy.h"
-#include "train/choices.h"
-#include "train/flag_parser.h"
-
-DEFINE_string(model_dir, "", "Directory whose latest checkpoint is used");
-DEFINE_string(checkpoint, "",
-              "A checkpoint (model.ckpt-N, model.ckpt-N.index or model.ckpt-N.safetensors) "
-              "instead of --model_dir");
-DEFINE_string(labels_file, "", "Label names: '<label> <name>' lines, or one name per line");
-DEFINE_string(logits_out, "", "Write the raw logits [images, classes] to this .npy file");
-DEFINE_int32(top_k, 5, "Classes printed per input");
-DEFINE_string(device, "cpu", "cpu or cuda:N");
-DEFINE_int32(num_threads, 0, "CPU compute threads; 0 = all cores");
-DEFINE_int64(max_image_pixels, 100000000,
-             "Images whose header claims more pixels are refused before decoding");
 
 namespace {
 
+struct ClassifyFlags {
+  std::string model_dir, checkpoint, labels_file, logits_out;
+  int32_t top_k = 5;
+  ic::DeviceChoice device{ic::DeviceChoice::Kind::cpu, std::nullopt};
+  int32_t num_threads = 0;
+  int64_t max_image_pixels = ic::kDefaultMaxImagePixels;
+};
+
+const ic::FlagTable<ClassifyFlags>& classify_flags() {
+  using namespace ic::flag_entries;
+  using O = ClassifyFlags;
+  static const ic::FlagTable<O> table({
+      text("model_dir", &O::model_dir, "Directory whose latest checkpoint is used"),
+      text("checkpoint", &O::checkpoint,
+           "A checkpoint (model.ckpt-N, model.ckpt-N.index or model.ckpt-N.safetensors) "
+           "instead of --model_dir"),
+      text("labels_file", &O::labels_file,
+           "Label names: '<label> <name>' lines, or one name per line"),
+      text("logits_out", &O::logits_out,
+           "Write the raw logits [images, classes] to this .npy file"),
+      number("top_k", &O::top_k, at_least(1), "Classes printed per input"),
+      device(&O::device, EmptyDevice::refused, "Where the model runs (cuda: the first GPU)"),
+      number("num_threads", &O::num_threads, at_least(0),
+             "CPU compute threads; 0 = all cores (more than the cores: capped, with a notice)"),
+      number("max_image_pixels", &O::max_image_pixels, at_least(1),
+             "Images whose header claims more pixels are refused before decoding"),
+  });
+  return table;
+}
+
 int classify_main(int argc, char** argv) {
   using namespace ic;
-  static const std::vector<std::string> kFlagFiles = {"classify.cc"};
+  ClassifyFlags flags;
   std::vector<std::string> inputs;
-  const ProgramHelp help{"classify",
-                         "prints the top-k classes of images under a trained checkpoint",
-                         "classify --model_dir=MODEL_DIR --labels_file=LABELS cat.jpg dog.png",
-                         "image files (JPEG/PNG) or preprocessed float32 .npy arrays"};
-  if (std::optional<int> exit_code = start_tool(help, kFlagFiles, argc, argv, &inputs))
+  const ProgramHelp help{
+      .name = "classify",
+      .about = "prints the top-k classes of images under a trained checkpoint",
+      .example = "classify --model_dir=MODEL_DIR --labels_file=LABELS cat.jpg dog.png",
+      .arguments = "image files (JPEG/PNG) or preprocessed float32 .npy arrays"};
+  if (std::optional<int> exit_code =
+          start_tool(help, classify_flags(), argc, argv, &flags, &inputs))
     return *exit_code;
-  if (FLAGS_top_k < 1) {
-    std::cerr << "classify: bad value " << FLAGS_top_k << " for --top_k (allowed: 1 or more)"
-              << std::endl;
-    return 2;
-  }
-  if (FLAGS_max_image_pixels < 1) {
-    std::cerr << "classify: bad value " << FLAGS_max_image_pixels
-              << " for --max_image_pixels (allowed: 1 or more)" << std::endl;
-    return 2;
-  }
-  if (FLAGS_num_threads < 0) {
-    std::cerr << "classify: bad value " << FLAGS_num_threads
-              << " for --num_threads (allowed: 0 = all cores, or more)" << std::endl;
-    return 2;
-  }
   const std::optional<BackendOptions> backend_options =
-      tool_backend_options("classify", FLAGS_device, FLAGS_num_threads);
+      tool_backend_options("classify", flags.device, flags.num_threads);
   if (!backend_options) return 2;
-  const BackendOptions& b = *backend_options;
   std::map<int64_t, std::string> label_names;
-  if (!FLAGS_labels_file.empty()) {
-    Result<std::map<int64_t, std::string>> read = read_label_names(FLAGS_labels_file);
+  if (!flags.labels_file.empty()) {
+    Result<std::map<int64_t, std::string>> read = read_label_names(flags.labels_file);
     if (!read.ok()) {
       std::cerr << "classify: " << read.status().message() << std::endl;
       return 1;
     }
     label_names = std::move(*read);
   }
-  Result<std::unique_ptr<Backend>> backend = make_backend(b);
+  Result<std::unique_ptr<Backend>> backend = make_backend(*backend_options);
   if (!backend.ok()) {
     std::cerr << "classify: " << backend.status().message() << std::endl;
     return 1;
   }
-  ClassifyOptions options{FLAGS_model_dir, FLAGS_checkpoint, inputs, FLAGS_top_k,
-                          FLAGS_max_image_pixels};
+  ClassifyOptions options{flags.model_dir, flags.checkpoint, inputs, flags.top_k,
+                          flags.max_image_pixels};
   Result<ClassifyResult> result = classify(options, **backend);
   if (!result.ok()) {
     std::cerr << "classify: " << result.status().message() << std::endl;
@@ -98,9 +100,9 @@ int classify_main(int argc, char** argv) {
       std::cout << line.str() << "\n";
     }
   }
-  if (!FLAGS_logits_out.empty()) {
+  if (!flags.logits_out.empty()) {
     const Status written =
-        write_npy(FLAGS_logits_out, NpyArray{result->logits_shape, result->logits});
+        write_npy(flags.logits_out, NpyArray{result->logits_shape, result->logits});
     if (!written.ok()) {
       std::cerr << "classify: " << written.message() << std::endl;
       return 1;

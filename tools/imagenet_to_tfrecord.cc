@@ -2,71 +2,80 @@
 //   RAW/train/<synset>/*.JPEG, RAW/validation/*.JPEG, RAW/synset_labels.txt
 // into TFRecord shards train-NNNNN-of-01024 / validation-NNNNN-of-00128 in
 // --local_scratch_dir. Progress and skipped images go to stderr, the summary to stdout.
-#include <gflags/gflags.h>
-
-#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "cli/backend_options.h"
 #include "command_line.h"
 #include "core/main_guard.h"
+#include "data/image_codec.h"
 #include "data/imagenet_converter.h"
-
-DEFINE_string(raw_data_dir, "", "Directory holding train/, validation/ and synset_labels.txt");
-DEFINE_string(local_scratch_dir, "", "Output directory for the TFRecord shards");
-DEFINE_int32(train_shards, 1024, "Number of training shards");
-DEFINE_int32(validation_shards, 128, "Number of validation shards");
-DEFINE_int32(num_threads, 0, "Shards converted in parallel (0 = one per CPU core)");
-DEFINE_bool(resume, false, "Keep shards an earlier, interrupted run completed");
-DEFINE_uint64(shuffle_seed, 0, "Seed of the training-list shuffle (std::mt19937_64)");
-DEFINE_int64(max_image_pixels, 100000000,
-             "Images whose header claims more pixels are skipped (reported), never decoded");
-DEFINE_bool(reencode_grayscale, true, "Re-encode grayscale JPEGs as RGB (TensorFlow keeps them)");
 
 namespace {
 
+struct ConverterFlags {
+  std::string raw_data_dir, local_scratch_dir;
+  int32_t train_shards = 1024;
+  int32_t validation_shards = 128;
+  int32_t num_threads = 0;
+  bool resume = false;
+  int64_t shuffle_seed = 0;
+  int64_t max_image_pixels = ic::kDefaultMaxImagePixels;
+  bool reencode_grayscale = true;
+};
+
+const ic::FlagTable<ConverterFlags>& converter_flags() {
+  using namespace ic::flag_entries;
+  using O = ConverterFlags;
+  static const ic::FlagTable<O> table({
+      text("raw_data_dir", &O::raw_data_dir,
+           "Directory holding train/, validation/ and synset_labels.txt"),
+      text("local_scratch_dir", &O::local_scratch_dir, "Output directory for the TFRecord shards"),
+      number("train_shards", &O::train_shards, at_least(1), "Number of training shards"),
+      number("validation_shards", &O::validation_shards, at_least(1),
+             "Number of validation shards"),
+      number("num_threads", &O::num_threads, at_least(0),
+             "Shards converted in parallel (0 = one per CPU core)"),
+      boolean("resume", &O::resume, "Keep shards an earlier, interrupted run completed"),
+      number("shuffle_seed", &O::shuffle_seed, at_least(0),
+             "Seed of the training-list shuffle (std::mt19937_64)"),
+      number("max_image_pixels", &O::max_image_pixels, at_least(1),
+             "Images whose header claims more pixels are skipped (reported), never decoded"),
+      boolean("reencode_grayscale", &O::reencode_grayscale,
+              "Re-encode grayscale JPEGs as RGB (TensorFlow keeps them)"),
+  });
+  return table;
+}
+
 int tool_main(int argc, char** argv) {
-  static const std::vector<std::string> kFlagFiles = {"imagenet_to_tfrecord.cc"};
+  ConverterFlags flags;
   const ic::ProgramHelp help{
-      "imagenet_to_tfrecord",
-      "converts a raw ImageNet tree (train/<synset>/*.JPEG, validation/*.JPEG, synset_labels.txt) "
-      "to TFRecord shards, as the reference's imagenet_to_gcs.py",
-      "imagenet_to_tfrecord --raw_data_dir=/data/ILSVRC2012 --local_scratch_dir=/tmp/imagenet", ""};
-  if (std::optional<int> exit_code = ic::start_tool(help, kFlagFiles, argc, argv))
+      .name = "imagenet_to_tfrecord",
+      .about =
+          "converts a raw ImageNet tree (train/<synset>/*.JPEG, validation/*.JPEG, "
+          "synset_labels.txt) to TFRecord shards, as the reference's imagenet_to_gcs.py",
+      .example =
+          "imagenet_to_tfrecord --raw_data_dir=/data/ILSVRC2012 --local_scratch_dir=/tmp/imagenet"};
+  if (std::optional<int> exit_code = ic::start_tool(help, converter_flags(), argc, argv, &flags))
     return *exit_code;
-  if (FLAGS_raw_data_dir.empty() || FLAGS_local_scratch_dir.empty()) {
+  if (flags.raw_data_dir.empty() || flags.local_scratch_dir.empty()) {
     std::fprintf(stderr,
                  "imagenet_to_tfrecord: --raw_data_dir and --local_scratch_dir are required\n");
     return 2;
   }
-  if (FLAGS_max_image_pixels < 1) {
-    std::fprintf(stderr, "imagenet_to_tfrecord: --max_image_pixels must be >= 1\n");
-    return 2;
-  }
-  if (FLAGS_train_shards < 1 || FLAGS_validation_shards < 1) {
-    std::fprintf(stderr,
-                 "imagenet_to_tfrecord: --train_shards and --validation_shards must be >= 1\n");
-    return 2;
-  }
-  if (FLAGS_num_threads < 0) {
-    std::fprintf(stderr, "imagenet_to_tfrecord: --num_threads must be >= 0\n");
-    return 2;
-  }
   ic::ConverterOptions options;
-  options.raw_data_dir = FLAGS_raw_data_dir;
-  options.output_dir = FLAGS_local_scratch_dir;
-  options.train_shards = FLAGS_train_shards;
-  options.validation_shards = FLAGS_validation_shards;
-  options.num_threads = FLAGS_num_threads > 0
-                            ? FLAGS_num_threads
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  options.resume = FLAGS_resume;
-  options.shuffle_seed = FLAGS_shuffle_seed;
-  options.reencode_grayscale = FLAGS_reencode_grayscale;
-  options.max_image_pixels = FLAGS_max_image_pixels;
+  options.raw_data_dir = flags.raw_data_dir;
+  options.output_dir = flags.local_scratch_dir;
+  options.train_shards = flags.train_shards;
+  options.validation_shards = flags.validation_shards;
+  options.num_threads = flags.num_threads > 0 ? flags.num_threads : ic::machine_cores();
+  options.resume = flags.resume;
+  options.shuffle_seed = static_cast<uint64_t>(flags.shuffle_seed);
+  options.reencode_grayscale = flags.reencode_grayscale;
+  options.max_image_pixels = flags.max_image_pixels;
   options.log = [](const std::string& line) {
     std::fprintf(stderr, "imagenet_to_tfrecord: %s\n", line.c_str());
   };

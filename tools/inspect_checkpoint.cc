@@ -5,46 +5,62 @@
 //   inspect_checkpoint --file_name=m/model.ckpt-1200 --write_safetensors=/tmp/copy.safetensors
 //   inspect_checkpoint --file_name=m/model.ckpt-1200.safetensors
 //   --write_bundle=/tmp/model.ckpt-1200
-#include <gflags/gflags.h>
-
 #include <algorithm>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "command_line.h"
 #include "core/main_guard.h"
 #include "io/checkpoint_dir.h"
 #include "io/safetensors.h"
 #include "io/tensor_bundle.h"
-#include "train/flag_parser.h"
-
-DEFINE_string(file_name, "",
-              "The checkpoint: a prefix (model.ckpt-N), its .index, or a .safetensors file");
-DEFINE_string(model_dir, "", "Inspect the latest checkpoint of this directory instead");
-DEFINE_string(write_safetensors, "", "Also write the checkpoint as this safetensors file");
-DEFINE_string(write_bundle, "", "Also write the checkpoint as a TensorFlow bundle at this prefix");
 
 namespace {
 
+struct InspectFlags {
+  std::string file_name, model_dir, write_safetensors, write_bundle;
+};
+
+const ic::FlagTable<InspectFlags>& inspect_flags() {
+  using namespace ic::flag_entries;
+  using O = InspectFlags;
+  static const ic::FlagTable<O> table({
+      text("file_name", &O::file_name,
+           "The checkpoint: a prefix (model.ckpt-N), its .index, or a .safetensors file"),
+      text("model_dir", &O::model_dir, "Inspect the latest checkpoint of this directory instead"),
+      text("write_safetensors", &O::write_safetensors,
+           "Also write the checkpoint as this safetensors file"),
+      text("write_bundle", &O::write_bundle,
+           "Also write the checkpoint as a TensorFlow bundle at this prefix"),
+  });
+  return table;
+}
+
 int inspect_main(int argc, char** argv) {
   using namespace ic;
-  static const std::vector<std::string> kFlagFiles = {"inspect_checkpoint.cc"};
+  InspectFlags flags;
   std::vector<std::string> arguments;
   const ProgramHelp help{
-      "inspect_checkpoint",
-      "lists a checkpoint's metadata and tensors (TensorFlow bundle or safetensors), and can "
-      "convert it to the other format",
-      "inspect_checkpoint --model_dir=MODEL_DIR --write_safetensors=/tmp/copy.safetensors", ""};
-  if (std::optional<int> exit_code = start_tool(help, kFlagFiles, argc, argv, &arguments))
+      .name = "inspect_checkpoint",
+      .about =
+          "lists a checkpoint's metadata and tensors (TensorFlow bundle or safetensors), and can "
+          "convert it to the other format",
+      .example =
+          "inspect_checkpoint --model_dir=MODEL_DIR --write_safetensors=/tmp/copy.safetensors"};
+  if (std::optional<int> exit_code =
+          start_tool(help, inspect_flags(), argc, argv, &flags, &arguments))
     return *exit_code;
-  std::string path = FLAGS_file_name;
-  if (path.empty() && !FLAGS_model_dir.empty()) {
-    Result<std::optional<std::string>> latest = latest_checkpoint(FLAGS_model_dir);
+  std::string path = flags.file_name;
+  if (path.empty() && !flags.model_dir.empty()) {
+    Result<std::optional<std::string>> latest = latest_checkpoint(flags.model_dir);
     if (!latest.ok()) {
       std::cerr << "inspect_checkpoint: " << latest.status().message() << std::endl;
       return 1;
     }
     if (!latest->has_value()) {
-      std::cerr << "inspect_checkpoint: no checkpoint in " << FLAGS_model_dir << std::endl;
+      std::cerr << "inspect_checkpoint: no checkpoint in " << flags.model_dir << std::endl;
       return 1;
     }
     path = **latest;
@@ -77,15 +93,15 @@ int inspect_main(int argc, char** argv) {
   for (const TensorEntry& t : contents->tensors) {
     views.push_back({t.name, t.dtype, t.shape, t.bytes.data()});
   }
-  if (!FLAGS_write_safetensors.empty()) {
-    const Status written = write_safetensors(FLAGS_write_safetensors, contents->metadata, views);
+  if (!flags.write_safetensors.empty()) {
+    const Status written = write_safetensors(flags.write_safetensors, contents->metadata, views);
     if (!written.ok()) {
       std::cerr << "inspect_checkpoint: " << written.message() << std::endl;
       return 1;
     }
   }
-  if (!FLAGS_write_bundle.empty()) {
-    const Status written = write_tensor_bundle(FLAGS_write_bundle, contents->metadata, views);
+  if (!flags.write_bundle.empty()) {
+    const Status written = write_tensor_bundle(flags.write_bundle, contents->metadata, views);
     if (!written.ok()) {
       std::cerr << "inspect_checkpoint: " << written.message() << std::endl;
       return 1;

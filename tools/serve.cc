@@ -2,100 +2,113 @@
 //   serve --model_dir=DIR [--port=8501] [--max_batch_size=32] [--labels_file=F]
 // It serves the newest checkpoint and picks up newer ones without a restart. SIGTERM/SIGINT
 // stop accepting connections, answer every request in flight, and exit 0.
-#include <gflags/gflags.h>
-
-#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <iostream>
+#include <map>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "command_line.h"
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
 #include "core/stop_signal.h"
+#include "data/image_codec.h"
 #include "infer/classify.h"
 #include "serve/server.h"
 
-DEFINE_string(model_dir, "",
-              "Directory (local or gs://) whose newest checkpoint, or newest "
-              "<N>/model.safetensors export, is served (and reloaded)");
-DEFINE_string(model_name, "",
-              "The NAME in /v1/models/NAME; empty = the checkpoint's model (e.g. inception_v3)");
-DEFINE_string(host, "127.0.0.1", "Address to listen on (0.0.0.0: every interface)");
-DEFINE_int32(port, 8501, "TCP port (TensorFlow Serving's REST port is 8501; 0 = any free)");
-DEFINE_string(device, "cpu", "cpu or cuda:N");
-DEFINE_int32(num_threads, 0, "CPU compute threads for the model; 0 = all cores");
-DEFINE_int32(http_threads, 32,
-             "Connections served at once; these threads also decode and preprocess images");
-DEFINE_int64(max_batch_size, 32, "Instances run together at most (graphs 1, 2, 4, ... this)");
-DEFINE_int64(batch_timeout_micros, 2000,
-             "How long the oldest queued instance waits for a batch to fill");
-DEFINE_int64(max_queue, 1024, "Instances waiting for the model at most; more answer 503");
-DEFINE_int64(max_body_bytes, 64 << 20, "Larger request bodies answer 413");
-DEFINE_int64(max_image_pixels, 100000000,
-             "Images whose header claims more pixels answer 413, before any decoding");
-DEFINE_int64(request_timeout_ms, 30000, "A request not answered in this time answers 503");
-DEFINE_int64(poll_interval_ms, 1000,
-             "How often model_dir is checked for a newer checkpoint; 0 = never reload");
-DEFINE_string(labels_file, "",
-              "Label names for :classify: '<label> <name>' lines or one name "
-              "per line");
-
 namespace {
+
+struct ServeFlags {
+  std::string model_dir, model_name;
+  std::string host = "127.0.0.1";
+  int32_t port = 8501;
+  ic::DeviceChoice device{ic::DeviceChoice::Kind::cpu, std::nullopt};
+  int32_t num_threads = 0;
+  int32_t http_threads = 32;
+  int64_t max_batch_size = 32;
+  int64_t batch_timeout_micros = 2000;
+  int64_t max_queue = 1024;
+  int64_t max_body_bytes = 64 << 20;
+  int64_t max_image_pixels = ic::kDefaultMaxImagePixels;
+  int64_t request_timeout_ms = 30000;
+  int64_t poll_interval_ms = 1000;
+  std::string labels_file;
+};
+
+// Every range serve's options may take is checked here, once (Server::create trusts them).
+const ic::FlagTable<ServeFlags>& serve_flags() {
+  using namespace ic::flag_entries;
+  using O = ServeFlags;
+  static const ic::FlagTable<O> table({
+      text("model_dir", &O::model_dir,
+           "Directory (local or gs://) whose newest checkpoint, or newest "
+           "<N>/model.safetensors export, is served (and reloaded)"),
+      text("model_name", &O::model_name,
+           "The NAME in /v1/models/NAME; empty = the checkpoint's model (e.g. inception_v3)"),
+      text("host", &O::host, "Address to listen on (0.0.0.0: every interface)"),
+      number("port", &O::port, from_to(0, 65535),
+             "TCP port (TensorFlow Serving's REST port is 8501; 0 = any free)"),
+      device(&O::device, EmptyDevice::refused, "Where the model runs (cuda: the first GPU)"),
+      number("num_threads", &O::num_threads, at_least(0),
+             "CPU compute threads for the model; 0 = all cores (more than the cores: capped, "
+             "with a notice)"),
+      number("http_threads", &O::http_threads, at_least(1),
+             "Connections served at once; these threads also decode and preprocess images"),
+      number("max_batch_size", &O::max_batch_size, from_to(1, 4096),
+             "Instances run together at most (graphs 1, 2, 4, ... this)"),
+      number("batch_timeout_micros", &O::batch_timeout_micros, at_least(0),
+             "How long the oldest queued instance waits for a batch to fill"),
+      number("max_queue", &O::max_queue, at_least(1),
+             "Instances waiting for the model at most; more answer 503"),
+      number("max_body_bytes", &O::max_body_bytes, at_least(1), "Larger request bodies answer 413"),
+      number("max_image_pixels", &O::max_image_pixels, at_least(1),
+             "Images whose header claims more pixels answer 413, before any decoding"),
+      number("request_timeout_ms", &O::request_timeout_ms, at_least(1),
+             "A request not answered in this time answers 503"),
+      number("poll_interval_ms", &O::poll_interval_ms, at_least(0),
+             "How often model_dir is checked for a newer checkpoint; 0 = never reload"),
+      text("labels_file", &O::labels_file,
+           "Label names for :classify: '<label> <name>' lines or one name per line"),
+  });
+  return table;
+}
 
 int serve_main(int argc, char** argv) {
   using namespace ic;
-  static const std::vector<std::string> kFlagFiles = {"serve.cc"};
-  const ProgramHelp help{"serve",
-                         "a REST prediction server (TensorFlow Serving's API) for a trained "
-                         "model_dir, with dynamic batching",
-                         "serve --model_dir=MODEL_DIR --port=8501 --labels_file=LABELS", ""};
-  if (std::optional<int> exit_code = start_tool(help, kFlagFiles, argc, argv)) return *exit_code;
-  auto bad = [](const std::string& flag, int64_t value, const char* allowed) {
-    std::cerr << "serve: bad value " << value << " for --" << flag << " (allowed: " << allowed
-              << ")" << std::endl;
-    return 2;
-  };
-  if (FLAGS_model_dir.empty()) {
+  ServeFlags flags;
+  const ProgramHelp help{.name = "serve",
+                         .about =
+                             "a REST prediction server (TensorFlow Serving's API) for a trained "
+                             "model_dir, with dynamic batching",
+                         .example = "serve --model_dir=MODEL_DIR --port=8501 --labels_file=LABELS"};
+  if (std::optional<int> exit_code = start_tool(help, serve_flags(), argc, argv, &flags))
+    return *exit_code;
+  if (flags.model_dir.empty()) {
     std::cerr << "serve: give --model_dir (--help lists the flags)" << std::endl;
     return 2;
   }
-  if (FLAGS_port < 0 || FLAGS_port > 65535) return bad("port", FLAGS_port, "0 to 65535");
-  if (FLAGS_num_threads < 0) return bad("num_threads", FLAGS_num_threads, "0 or more");
-  if (FLAGS_http_threads < 1) return bad("http_threads", FLAGS_http_threads, "1 or more");
-  if (FLAGS_max_batch_size < 1 || FLAGS_max_batch_size > 4096)
-    return bad("max_batch_size", FLAGS_max_batch_size, "1 to 4096");
-  if (FLAGS_batch_timeout_micros < 0)
-    return bad("batch_timeout_micros", FLAGS_batch_timeout_micros, "0 or more");
-  if (FLAGS_max_queue < 1) return bad("max_queue", FLAGS_max_queue, "1 or more");
-  if (FLAGS_max_body_bytes < 1) return bad("max_body_bytes", FLAGS_max_body_bytes, "1 or more");
-  if (FLAGS_max_image_pixels < 1)
-    return bad("max_image_pixels", FLAGS_max_image_pixels, "1 or more");
-  if (FLAGS_request_timeout_ms < 1)
-    return bad("request_timeout_ms", FLAGS_request_timeout_ms, "1 or more");
-  if (FLAGS_poll_interval_ms < 0)
-    return bad("poll_interval_ms", FLAGS_poll_interval_ms, "0 or more");
-
   ServerOptions options;
-  options.model_dir = FLAGS_model_dir;
-  options.model_name = FLAGS_model_name;
-  options.host = FLAGS_host;
-  options.port = FLAGS_port;
+  options.model_dir = flags.model_dir;
+  options.model_name = flags.model_name;
+  options.host = flags.host;
+  options.port = flags.port;
   const std::optional<BackendOptions> backend =
-      tool_backend_options("serve", FLAGS_device, FLAGS_num_threads);
+      tool_backend_options("serve", flags.device, flags.num_threads);
   if (!backend) return 2;
   options.backend = *backend;
-  options.http_threads = FLAGS_http_threads;
-  options.max_batch_size = FLAGS_max_batch_size;
-  options.batch_timeout = std::chrono::microseconds(FLAGS_batch_timeout_micros);
-  options.max_queue = FLAGS_max_queue;
-  options.max_body_bytes = static_cast<size_t>(FLAGS_max_body_bytes);
-  options.max_image_pixels = FLAGS_max_image_pixels;
-  options.request_timeout = std::chrono::milliseconds(FLAGS_request_timeout_ms);
-  options.poll_interval = std::chrono::milliseconds(FLAGS_poll_interval_ms);
-  if (!FLAGS_labels_file.empty()) {
-    Result<std::map<int64_t, std::string>> names = read_label_names(FLAGS_labels_file);
+  options.http_threads = flags.http_threads;
+  options.max_batch_size = flags.max_batch_size;
+  options.batch_timeout = std::chrono::microseconds(flags.batch_timeout_micros);
+  options.max_queue = flags.max_queue;
+  options.max_body_bytes = static_cast<size_t>(flags.max_body_bytes);
+  options.max_image_pixels = flags.max_image_pixels;
+  options.request_timeout = std::chrono::milliseconds(flags.request_timeout_ms);
+  options.poll_interval = std::chrono::milliseconds(flags.poll_interval_ms);
+  if (!flags.labels_file.empty()) {
+    Result<std::map<int64_t, std::string>> names = read_label_names(flags.labels_file);
     if (!names.ok()) {
       std::cerr << "serve: " << names.status().message() << std::endl;
       return 1;
@@ -110,9 +123,9 @@ int serve_main(int argc, char** argv) {
     std::cerr << "serve: " << server.status().message() << std::endl;
     return 1;
   }
-  std::cerr << "serve: listening on http://" << FLAGS_host << ":" << (*server)->port()
-            << " (model_dir " << FLAGS_model_dir << ", batches up to " << FLAGS_max_batch_size
-            << ", batch timeout " << FLAGS_batch_timeout_micros << " us)" << std::endl;
+  std::cerr << "serve: listening on http://" << flags.host << ":" << (*server)->port()
+            << " (model_dir " << flags.model_dir << ", batches up to " << flags.max_batch_size
+            << ", batch timeout " << flags.batch_timeout_micros << " us)" << std::endl;
   // The signal handler only sets a flag; this thread turns it into a shutdown. Asked again
   // until run() has returned, in case the signal came before the server was accepting.
   std::atomic<bool> finished{false};

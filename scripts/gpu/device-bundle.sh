@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Moves a build made on a Debian machine to a GPU machine that is not Debian and lacks our Debian
-# libraries (oneDNN, protobuf, gflags, libjpeg-turbo, libpng, Open MPI's libraries) but has CUDA,
+# libraries (oneDNN, protobuf, libjpeg-turbo, libpng, Open MPI's libraries) but has CUDA,
 # cuDNN and cuBLAS (in its Python packages and/or its CUDA toolkit). Two verbs:
 #
 #   pack BUILD_DIR DEST_DIR      (build machine) writes DEST_DIR/ic-bundle.tgz: BUILD_DIR/bin/* and

@@ -317,9 +317,6 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
     IC_ASSIGN_OR_RETURN(bool is_dir, model_fs->is_directory(options.model_dir));
     if (!is_dir) return error("--model_dir ", options.model_dir, " is not a directory");
   }
-  if (options.max_batch_size < 1) return error("--max_batch_size must be 1 or more");
-  if (options.max_queue < 1) return error("--max_queue must be 1 or more");
-  if (options.http_threads < 1) return error("--http_threads must be 1 or more");
   auto state = std::make_unique<State>();
   State& s = *state;
   s.options = options;

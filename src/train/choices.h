@@ -1,13 +1,13 @@
 // The trainers' choice-valued flags as enums, each with the one list of names the command line,
-// --help, validation and the checkpoint metadata spell it with. A value is parsed from text once
-// (train/flag_table.cc); everything after that compares enums, never strings.
+// --help, validation and the checkpoint metadata spell it with (a Choices<E> specialisation of
+// cli/choices.h). A value is parsed from text once (train/flag_table.cc); everything after that
+// compares enums, never strings. --device is cli/device.h's DeviceChoice.
 #pragma once
 
 #include <array>
-#include <optional>
-#include <string>
-#include <string_view>
 
+#include "cli/choices.h"
+#include "cli/device.h"
 #include "data/preprocessing.h"
 #include "io/checkpoint_dir.h"
 #include "models/model_spec.h"
@@ -20,16 +20,6 @@ enum class Precision { float32, bfloat16 };
 using Preprocessing = PreprocessOptions::Kind;
 // OptimizerKind (models/model_spec.h: it is part of a model's recipe) and CheckpointFormat
 // (io/checkpoint_dir.h) are choices too.
-
-template <typename E>
-struct ChoiceName {
-  E value;
-  const char* name;
-};
-
-// Choices<E>::names: every value of E with its command-line name, in the order --help lists them.
-template <typename E>
-struct Choices;
 
 template <>
 struct Choices<Mode> {
@@ -67,32 +57,5 @@ struct Choices<CheckpointFormat> {
   static constexpr std::array<ChoiceName<CheckpointFormat>, 2> names = {
       {{CheckpointFormat::tf, "tf"}, {CheckpointFormat::safetensors, "safetensors"}}};
 };
-
-template <typename E>
-const char* choice_name(E value) {
-  for (const auto& c : Choices<E>::names) {
-    if (c.value == value) return c.name;
-  }
-  return "?";  // unreachable for a value of the enum
-}
-
-template <typename E>
-std::optional<E> parse_choice(std::string_view text) {
-  for (const auto& c : Choices<E>::names) {
-    if (text == c.name) return c.value;
-  }
-  return std::nullopt;
-}
-
-// --device: empty (decided by --use_tpu), cpu, cuda (one GPU per local process) or cuda:N.
-struct DeviceChoice {
-  enum class Kind { from_use_tpu, cpu, cuda };
-  Kind kind = Kind::from_use_tpu;
-  std::optional<int> cuda_index;  // cuda:N; none for plain "cuda"
-
-  bool operator==(const DeviceChoice&) const = default;
-};
-std::optional<DeviceChoice> parse_device(std::string_view text);
-std::string device_name(const DeviceChoice& device);
 
 }  // namespace ic

@@ -1,198 +1,12 @@
 #include "train/flag_table.h"
 
-#include <algorithm>
-#include <cctype>
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
-#include <limits>
-#include <optional>
-#include <sstream>
-#include <type_traits>
-
 #include "models/model_spec.h"
 
 namespace ic {
 namespace {
 
-// ---- Values as text -------------------------------------------------------------------------
-
-std::optional<bool> parse_bool(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  // The spellings gflags accepted, so every command line that worked still does (Python's
-  // True/False included).
-  for (const char* yes : {"true", "t", "yes", "y", "1"}) {
-    if (lower == yes) return true;
-  }
-  for (const char* no : {"false", "f", "no", "n", "0"}) {
-    if (lower == no) return false;
-  }
-  return std::nullopt;
-}
-
-template <typename T>
-std::optional<T> parse_number(std::string_view text) {
-  const std::string s(text);
-  if (s.empty() || std::isspace(static_cast<unsigned char>(s.front()))) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  if constexpr (std::is_integral_v<T>) {
-    const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-    const long long v = std::strtoll(s.c_str(), &end, hex ? 16 : 10);
-    if (errno != 0 || *end != '\0' || v < std::numeric_limits<T>::min() ||
-        v > std::numeric_limits<T>::max()) {
-      return std::nullopt;
-    }
-    return static_cast<T>(v);
-  } else {
-    const double v = std::strtod(s.c_str(), &end);
-    if (errno == ERANGE || *end != '\0') return std::nullopt;
-    return v;
-  }
-}
-
-// 0.165, 4e-05, 1024: what a user would have typed (not 0.16500000000000001).
-template <typename T>
-std::string number_text(T value) {
-  std::ostringstream out;
-  out.precision(15);
-  out << value;
-  return out.str();
-}
-
-template <typename T>
-constexpr FlagType number_type() {
-  if constexpr (std::is_same_v<T, int32_t>) return FlagType::int32;
-  if constexpr (std::is_same_v<T, int64_t>) return FlagType::int64;
-  return FlagType::float64;
-}
-
-// ---- Ranges ---------------------------------------------------------------------------------
-
-struct Bounds {
-  std::optional<double> low, high;
-  bool low_open = false;  // low itself excluded
-};
-Bounds any_value() { return {}; }
-Bounds at_least(double low) { return {low, std::nullopt, false}; }
-Bounds above(double low) { return {low, std::nullopt, true}; }
-Bounds above_up_to(double low, double high) { return {low, high, true}; }
-Bounds from_to(double low, double high) { return {low, high, false}; }
-
-bool within(const Bounds& b, double v) {
-  if (std::isnan(v)) return !b.low && !b.high;
-  if (b.low && (b.low_open ? !(v > *b.low) : !(v >= *b.low))) return false;
-  if (b.high && !(v <= *b.high)) return false;
-  return true;
-}
-
-std::string bounds_text(const Bounds& b, bool integral) {
-  if (!b.low && !b.high) return "";
-  if (b.low && !b.high && !b.low_open && integral) return number_text(*b.low) + " or more";
-  if (b.low && b.high && !b.low_open) return number_text(*b.low) + " to " + number_text(*b.high);
-  std::string text;
-  if (b.low) text = (b.low_open ? "> " : ">= ") + number_text(*b.low);
-  if (b.high) text += (text.empty() ? "<= " : " and <= ") + number_text(*b.high);
-  return text;
-}
-
-// ---- Entries, one kind of member each -------------------------------------------------------
-
-template <typename T>
-Flag number(const char* name, T RunOptions::*member, Bounds bounds, const char* help) {
-  Flag f;
-  f.name = name;
-  f.type = number_type<T>();
-  f.help = help;
-  f.range = bounds_text(bounds, std::is_integral_v<T>);
-  f.set = [name, member](RunOptions& o, std::string_view text) -> Status {
-    const std::optional<T> value = parse_number<T>(text);
-    if (!value) {
-      return error("bad value '", text, "' for --", name, ": expected ",
-                   std::is_integral_v<T> ? "an integer" : "a number",
-                   std::is_same_v<T, int32_t> ? " (32-bit)" : "");
-    }
-    o.*member = *value;
-    return Status();
-  };
-  f.get = [member](const RunOptions& o) { return number_text(o.*member); };
-  f.check = [name, member, bounds, range = f.range](const RunOptions& o) -> Status {
-    if (within(bounds, static_cast<double>(o.*member))) return Status();
-    return error("bad value ", number_text(o.*member), " for --", name, " (allowed: ", range, ")");
-  };
-  return f;
-}
-
-Flag boolean(const char* name, bool RunOptions::*member, const char* help) {
-  Flag f;
-  f.name = name;
-  f.type = FlagType::boolean;
-  f.help = help;
-  f.set = [name, member](RunOptions& o, std::string_view text) -> Status {
-    const std::optional<bool> value = parse_bool(text);
-    if (!value) return error("bad value '", text, "' for --", name, ": expected true or false");
-    o.*member = *value;
-    return Status();
-  };
-  f.get = [member](const RunOptions& o) -> std::string { return o.*member ? "true" : "false"; };
-  f.check = [](const RunOptions&) { return Status(); };
-  return f;
-}
-
-Flag text(const char* name, std::string RunOptions::*member, const char* help) {
-  Flag f;
-  f.name = name;
-  f.type = FlagType::string;
-  f.help = help;
-  f.set = [member](RunOptions& o, std::string_view value) {
-    o.*member = std::string(value);
-    return Status();
-  };
-  f.get = [member](const RunOptions& o) { return o.*member; };
-  f.check = [](const RunOptions&) { return Status(); };
-  return f;
-}
-
-template <typename E>
-Flag choice(const char* name, E RunOptions::*member, const char* help) {
-  Flag f;
-  f.name = name;
-  f.type = FlagType::choice;
-  f.help = help;
-  for (const auto& c : Choices<E>::names) f.allowed.push_back(c.name);
-  std::string list;
-  for (const std::string& a : f.allowed) list += (list.empty() ? "" : ", ") + a;
-  f.set = [name, member, list](RunOptions& o, std::string_view value) -> Status {
-    const std::optional<E> parsed = parse_choice<E>(value);
-    if (!parsed) return error("bad value '", value, "' for --", name, " (allowed: ", list, ")");
-    o.*member = *parsed;
-    return Status();
-  };
-  f.get = [member](const RunOptions& o) -> std::string { return choice_name(o.*member); };
-  f.check = [](const RunOptions&) { return Status(); };  // an enum holds an allowed value
-  return f;
-}
-
-Flag device(const char* help) {
-  Flag f;
-  f.name = "device";
-  f.type = FlagType::string;
-  f.help = help;
-  f.range = "cpu, cuda, cuda:N, or empty";
-  f.set = [range = f.range](RunOptions& o, std::string_view value) -> Status {
-    const std::optional<DeviceChoice> parsed = parse_device(value);
-    if (!parsed) return error("bad value '", value, "' for --device (allowed: ", range, ")");
-    o.device = *parsed;
-    return Status();
-  };
-  f.get = [](const RunOptions& o) { return device_name(o.device); };
-  f.check = [](const RunOptions&) { return Status(); };
-  return f;
-}
-
-// ---- The table ------------------------------------------------------------------------------
+// The entry makers (number, boolean, text, choice, device) and ranges of cli/flag.h.
+using namespace flag_entries;
 
 std::vector<Flag> make_trainer_flags() {
   using O = RunOptions;
@@ -292,7 +106,8 @@ std::vector<Flag> make_trainer_flags() {
              "Multiplies every layer's channel count (TF-slim's)"),
       number("num_threads", &O::num_threads, at_least(0),
              "CPU compute threads; 0 = all cores (more than the cores: capped, with a notice)"),
-      device("cpu, cuda (one GPU per local process) or cuda:N; empty: decided by --use_tpu"),
+      device(&O::device, EmptyDevice::allowed,
+             "cpu, cuda (one GPU per local process) or cuda:N; empty: decided by --use_tpu"),
       number("seed", &O::seed, any_value(),
              "Seed of initialisation, data order, augmentation and dropout"),
       number("keep_checkpoint_max", &O::keep_checkpoint_max, at_least(1),
@@ -333,40 +148,12 @@ std::vector<Flag> make_trainer_flags() {
 
 }  // namespace
 
-const char* flag_type_name(FlagType type) {
-  switch (type) {
-    case FlagType::boolean: return "bool";
-    case FlagType::int32: return "int32";
-    case FlagType::int64: return "int64";
-    case FlagType::float64: return "double";
-    case FlagType::string: return "string";
-    case FlagType::choice: return "choice";
-  }
-  return "?";
+const FlagTable<RunOptions>& trainer_flag_table() {
+  static const FlagTable<RunOptions> table(make_trainer_flags());
+  return table;
 }
 
-const std::vector<Flag>& trainer_flags() {
-  static const std::vector<Flag> flags = make_trainer_flags();
-  return flags;
-}
-
-const std::vector<const Flag*>& trainer_flags_by_name() {
-  static const std::vector<const Flag*> sorted = [] {
-    std::vector<const Flag*> all;
-    for (const Flag& f : trainer_flags()) all.push_back(&f);
-    std::sort(all.begin(), all.end(),
-              [](const Flag* a, const Flag* b) { return std::string_view(a->name) < b->name; });
-    return all;
-  }();
-  return sorted;
-}
-
-const Flag* find_trainer_flag(std::string_view name) {
-  for (const Flag& f : trainer_flags()) {
-    if (name == f.name) return &f;
-  }
-  return nullptr;
-}
+const std::vector<Flag>& trainer_flags() { return trainer_flag_table().flags(); }
 
 Result<RunOptions> default_run_options(const std::string& model) {
   IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(model));
@@ -387,7 +174,7 @@ Result<RunOptions> default_run_options(const std::string& model) {
   o.width = static_cast<int32_t>(spec->network.width);
   o.height = static_cast<int32_t>(spec->network.height);
   for (const FlagDefault& d : spec->flag_defaults) {
-    const Flag* flag = find_trainer_flag(d.flag);
+    const Flag* flag = trainer_flag_table().find(d.flag);
     if (flag == nullptr) return error(model, "'s registry entry sets an unknown flag --", d.flag);
     IC_RETURN_IF_ERROR(flag->set(o, d.value).with_context(model + "'s registry default"));
   }
@@ -395,11 +182,7 @@ Result<RunOptions> default_run_options(const std::string& model) {
 }
 
 std::string flags_as_text(const RunOptions& options) {
-  std::string out;
-  for (const Flag* f : trainer_flags_by_name()) {
-    out += (out.empty() ? "--" : " --") + std::string(f->name) + "=" + f->get(options);
-  }
-  return out;
+  return flags_as_text(trainer_flag_table(), options);
 }
 
 }  // namespace ic

@@ -1,10 +1,9 @@
 #include "train/run_main.h"
 
-#include <algorithm>
 #include <iostream>
-#include <thread>
 
 #include "backend/backend.h"
+#include "cli/backend_options.h"
 #include "core/host_memory.h"
 #include "core/stop_signal.h"
 #include "dist/communicator.h"
@@ -17,31 +16,28 @@ namespace {
 // --device wins; otherwise --use_tpu=true means "the accelerator": the first GPU when this
 // build and machine have one, else the CPU with a one-line notice. Several processes on one
 // machine (mpirun) take one GPU each ("cuda" without an index), or share the cores.
-Result<std::unique_ptr<Backend>> choose_backend(const RunOptions& options, bool say_fallback) {
-  int local_count = 1;
-  const int local_rank = local_process_index(&local_count);
-  BackendOptions b;
-  b.num_threads = options.num_threads;
-  if (b.num_threads == 0 && local_count > 1) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    b.num_threads = std::max(1, cores / local_count);
+Result<std::unique_ptr<Backend>> choose_backend(const std::string& program,
+                                                const RunOptions& options, bool say_notices) {
+  LocalProcess local;
+  local.index = local_process_index(&local.count);
+  const bool accelerator_if_any =
+      options.device.kind == DeviceChoice::Kind::unset && options.use_tpu;
+  DeviceChoice device = options.device;
+  if (device.kind == DeviceChoice::Kind::unset) {
+    device.kind = options.use_tpu ? DeviceChoice::Kind::cuda : DeviceChoice::Kind::cpu;
   }
-  if (options.device.kind == DeviceChoice::Kind::cpu) return make_backend(b);
-  if (options.device.kind == DeviceChoice::Kind::cuda) {
-    b.kind = DeviceKind::cuda;
-    b.device_index = options.device.cuda_index.value_or(local_rank);
-    return make_backend(b);
+  IC_ASSIGN_OR_RETURN(BackendChoice chosen,
+                      backend_options_for(device, options.num_threads, local));
+  if (say_notices && !chosen.notice.empty()) {
+    std::cout << program << ": " << chosen.notice << std::endl;
   }
-  if (!options.use_tpu) return make_backend(b);
-  b.kind = DeviceKind::cuda;
-  b.device_index = local_rank;
-  Result<std::unique_ptr<Backend>> gpu = make_backend(b);
-  if (gpu.ok()) return gpu;
-  if (say_fallback) {
-    std::cout << "--use_tpu: " << gpu.status().message() << "; running on the CPU" << std::endl;
+  Result<std::unique_ptr<Backend>> backend = make_backend(chosen.options);
+  if (backend.ok() || !accelerator_if_any) return backend;
+  if (say_notices) {
+    std::cout << "--use_tpu: " << backend.status().message() << "; running on the CPU" << std::endl;
   }
-  b.kind = DeviceKind::cpu;
-  return make_backend(b);
+  chosen.options.kind = DeviceKind::cpu;
+  return make_backend(chosen.options);
 }
 
 }  // namespace
@@ -63,14 +59,6 @@ int run_main(const std::string& model, int argc, char** argv,
   if (!options.ok()) {
     std::cerr << program << ": " << options.status().message() << std::endl;
     return 2;
-  }
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options->num_threads > cores) {
-    // oneDNN / OpenMP with far more threads than cores only thrashes (and 100000 of them
-    // exhausts the process's stacks).
-    std::cout << program << ": --num_threads=" << options->num_threads << " is more than the "
-              << cores << " cores of this machine; using " << cores << std::endl;
-    options->num_threads = cores;
   }
   if (const Status fits = check_memory_fits(*options, physical_memory_bytes()); !fits.ok()) {
     std::cerr << program << ": " << fits.message() << std::endl;
@@ -104,7 +92,7 @@ int run_main(const std::string& model, int argc, char** argv,
     if (comm.size() > 1) comm.abort(1);
     return 1;
   };
-  Result<std::unique_ptr<Backend>> backend = choose_backend(*options, comm.rank() == 0);
+  Result<std::unique_ptr<Backend>> backend = choose_backend(program, *options, comm.rank() == 0);
   if (!backend.ok()) return fail(backend.status().message());
   if (comm.rank() == 0) {
     std::cout << "Running " << model << " --mode=" << choice_name(options->mode) << " on "

@@ -5,7 +5,7 @@
 namespace ic {
 
 Status validate_run_options(const RunOptions& o) {
-  for (const Flag& flag : trainer_flags()) IC_RETURN_IF_ERROR(flag.check(o));
+  IC_RETURN_IF_ERROR(trainer_flag_table().validate(o));
   if (o.mode == Mode::summary) return Status();
   if (o.use_data == UseData::real && o.data_dir.empty()) {
     return error("--data_dir is required with --use_data=real (or use --use_data=fake)");

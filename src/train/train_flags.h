@@ -1,5 +1,5 @@
 // The command line of inception_v3 / inception_v4 / resnet50: argv into RunOptions and the
-// --help text, both from the flag table (train/flag_table.h). No flag library: the trainers
+// --help text, both from the flag table (train/flag_table.h) through cli/'s parser: the trainers
 // accept exactly the table's flags.
 #pragma once
 
@@ -11,7 +11,7 @@
 namespace ic {
 
 // `model`'s defaults (default_run_options), then argv, then validate_run_options. The syntax is
-// every program's (command_line_syntax.h); booleans take True/False in any case, also t/f,
+// every program's (cli/command_line_syntax.h); booleans take True/False in any case, also t/f,
 // yes/no, 1/0. An unknown flag's error names it and the nearest flag. `help` is set when --help
 // (-h, --helpfull) was given: then nothing is validated and the caller prints trainer_help and
 // exits 0.

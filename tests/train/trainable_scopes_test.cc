@@ -5,7 +5,6 @@
 // (--warm_start_from a 10-class run, --num_classes=7, only the logits trained) leaves every other
 // warm-started variable exactly as loaded; a scope that matches nothing and a malformed list are
 // errors.
-#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -34,7 +33,6 @@ struct RunResult {
 // A tiny, deterministic inception_v3 training run with `extra` flags.
 RunResult train(const std::string& model_dir, int steps, std::vector<std::string> extra,
                 const std::string& model = "inception_v3", int side = 75) {
-  gflags::FlagSaver saver;  // each run starts from the registered defaults
   std::vector<std::string> args = {"prog",
                                    "--mode=train",
                                    "--use_data=fake",

@@ -1,7 +1,7 @@
-// The command-line syntax every program accepts, whatever holds its flags (the trainers' flag
-// table, or the other tools' gflags definitions): --name=value, --name value, -name=value; for
+// The command-line syntax every program accepts: --name=value, --name value, -name=value; for
 // booleans also --name, --noname and --name=True/False; "--" ends the flags; --help, -h and
 // --helpfull ask for help. An unknown flag is refused naming it and the nearest known one.
+// FlagTable::parse (flag_table.h) walks argv with it; nothing here knows an options struct.
 #pragma once
 
 #include <functional>
@@ -32,6 +32,10 @@ struct WalkedCommandLine {
 // Sets every flag of argv[1..] through `flags`; stops at the first error.
 Result<WalkedCommandLine> walk_command_line(int argc, const char* const* argv,
                                             const FlagSyntax& flags);
+
+// For a program that takes no positional arguments: the first one refused, saying every
+// setting is a --flag.
+Status expect_no_arguments(const WalkedCommandLine& walked);
 
 // The candidate within a few edits (insertions, deletions, substitutions) of `name`, the
 // nearest first in `candidates`' order; "" when none is that close (a different word, not a

@@ -1,4 +1,4 @@
-#include "train/choices.h"
+#include "cli/device.h"
 
 #include <algorithm>
 
@@ -18,7 +18,7 @@ std::optional<DeviceChoice> parse_device(std::string_view text) {
 
 std::string device_name(const DeviceChoice& device) {
   switch (device.kind) {
-    case DeviceChoice::Kind::from_use_tpu: return "";
+    case DeviceChoice::Kind::unset: return "";
     case DeviceChoice::Kind::cpu: return "cpu";
     case DeviceChoice::Kind::cuda:
       return device.cuda_index ? "cuda:" + std::to_string(*device.cuda_index) : "cuda";

@@ -1,4 +1,4 @@
-#include "train/command_line_syntax.h"
+#include "cli/command_line_syntax.h"
 
 #include <algorithm>
 #include <string>
@@ -95,6 +95,12 @@ Result<WalkedCommandLine> walk_command_line(int argc, const char* const* argv,
                  nearest.empty() ? "" : " (did you mean --" + nearest + "?)");
   }
   return walked;
+}
+
+Status expect_no_arguments(const WalkedCommandLine& walked) {
+  if (walked.positional.empty()) return Status();
+  return error("unexpected argument '", walked.positional.front(),
+               "' (every setting is a --flag; --help lists them)");
 }
 
 }  // namespace ic
