@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "command_line.h"
+#include "core/exit_code.h"
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
 #include "infer/npy.h"
@@ -68,21 +69,21 @@ int classify_main(int argc, char** argv) {
     Result<std::map<int64_t, std::string>> read = read_label_names(FLAGS_labels_file);
     if (!read.ok()) {
       std::cerr << "classify: " << read.status().message() << std::endl;
-      return 1;
+      return exit_code_for(read.status());
     }
     label_names = std::move(*read);
   }
   Result<std::unique_ptr<Backend>> backend = make_backend(b);
   if (!backend.ok()) {
     std::cerr << "classify: " << backend.status().message() << std::endl;
-    return 1;
+    return exit_code_for(backend.status());
   }
   ClassifyOptions options{FLAGS_model_dir, FLAGS_checkpoint, inputs, FLAGS_top_k,
                           FLAGS_max_image_pixels};
   Result<ClassifyResult> result = classify(options, **backend);
   if (!result.ok()) {
     std::cerr << "classify: " << result.status().message() << std::endl;
-    return 1;
+    return exit_code_for(result.status());
   }
   std::cout << "checkpoint: " << result->checkpoint << " (global step " << result->global_step
             << ")\n";
@@ -103,7 +104,7 @@ int classify_main(int argc, char** argv) {
         write_npy(FLAGS_logits_out, NpyArray{result->logits_shape, result->logits});
     if (!written.ok()) {
       std::cerr << "classify: " << written.message() << std::endl;
-      return 1;
+      return exit_code_for(written);
     }
   }
   return 0;

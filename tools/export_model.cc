@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "command_line.h"
+#include "core/exit_code.h"
 #include "core/main_guard.h"
 #include "infer/model_export.h"
 #include "infer/trained_model.h"
@@ -35,7 +36,7 @@ int export_main(int argc, char** argv) {
   Result<ExportFormat> format = parse_export_format(FLAGS_format);
   if (!format.ok()) {
     std::cerr << "export_model: bad value for --format: " << format.status().message() << std::endl;
-    return 2;
+    return exit_code_for(format.status());
   }
   if (FLAGS_export_dir.empty()) {
     std::cerr << "export_model: give --export_dir (--help lists the flags)" << std::endl;
@@ -44,12 +45,12 @@ int export_main(int argc, char** argv) {
   Result<TrainedModel> model = load_trained_model(FLAGS_model_dir, FLAGS_checkpoint);
   if (!model.ok()) {
     std::cerr << "export_model: " << model.status().message() << std::endl;
-    return 1;
+    return exit_code_for(model.status());
   }
   Result<std::string> written = export_trained_model(*model, FLAGS_export_dir, *format);
   if (!written.ok()) {
     std::cerr << "export_model: " << written.status().message() << std::endl;
-    return 1;
+    return exit_code_for(written.status());
   }
   std::cout << "Exported " << model->checkpoint << " (global step " << model->global_step << ", "
             << describe(model->meta) << ") as " << FLAGS_format << " to " << *written << std::endl;
