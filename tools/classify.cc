@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "command_line.h"
+#include "core/exit_code.h"
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
 #include "data/image_codec.h"
@@ -70,21 +71,21 @@ int classify_main(int argc, char** argv) {
     Result<std::map<int64_t, std::string>> read = read_label_names(flags.labels_file);
     if (!read.ok()) {
       std::cerr << "classify: " << read.status().message() << std::endl;
-      return 1;
+      return exit_code_for(read.status());
     }
     label_names = std::move(*read);
   }
   Result<std::unique_ptr<Backend>> backend = make_backend(*backend_options);
   if (!backend.ok()) {
     std::cerr << "classify: " << backend.status().message() << std::endl;
-    return 1;
+    return exit_code_for(backend.status());
   }
   ClassifyOptions options{flags.model_dir, flags.checkpoint, inputs, flags.top_k,
                           flags.max_image_pixels};
   Result<ClassifyResult> result = classify(options, **backend);
   if (!result.ok()) {
     std::cerr << "classify: " << result.status().message() << std::endl;
-    return 1;
+    return exit_code_for(result.status());
   }
   std::cout << "checkpoint: " << result->checkpoint << " (global step " << result->global_step
             << ")\n";
@@ -105,7 +106,7 @@ int classify_main(int argc, char** argv) {
         write_npy(flags.logits_out, NpyArray{result->logits_shape, result->logits});
     if (!written.ok()) {
       std::cerr << "classify: " << written.message() << std::endl;
-      return 1;
+      return exit_code_for(written);
     }
   }
   return 0;

@@ -7,12 +7,13 @@
 #include <string>
 
 #include "command_line.h"
+#include "core/exit_code.h"
 #include "core/main_guard.h"
 #include "infer/model_export.h"
 #include "runtime/inference_model.h"
 
 namespace ic {
-// The order of parse_export_format's message.
+// --format's names, in the order its help and its error list them.
 template <>
 struct Choices<ExportFormat> {
   static constexpr std::array<ChoiceName<ExportFormat>, 3> names = {
@@ -63,12 +64,12 @@ int export_main(int argc, char** argv) {
   Result<InferenceModel> model = load_for_inference(flags.model_dir, flags.checkpoint);
   if (!model.ok()) {
     std::cerr << "export_model: " << model.status().message() << std::endl;
-    return 1;
+    return exit_code_for(model.status());
   }
   Result<std::string> written = export_trained_model(*model, flags.export_dir, flags.format);
   if (!written.ok()) {
     std::cerr << "export_model: " << written.status().message() << std::endl;
-    return 1;
+    return exit_code_for(written.status());
   }
   std::cout << "Exported " << model->checkpoint << " (global step " << model->global_step << ", "
             << describe(model->meta) << ") as " << choice_name(flags.format) << " to " << *written

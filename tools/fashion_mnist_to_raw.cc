@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "command_line.h"
+#include "core/exit_code.h"
 #include "core/main_guard.h"
 #include "data/fashion_mnist.h"
 
@@ -61,7 +62,7 @@ int tool_main(int argc, char** argv) {
   auto summary = ic::fashion_mnist_to_raw(o);
   if (!summary.ok()) {
     std::fprintf(stderr, "fashion_mnist_to_raw: %s\n", summary.status().message().c_str());
-    return 1;
+    return ic::exit_code_for(summary.status());
   }
   std::printf("wrote %lld training and %lld validation images of 10 classes to %s\n",
               static_cast<long long>(summary->train_images),

@@ -10,6 +10,7 @@
 
 #include "cli/backend_options.h"
 #include "command_line.h"
+#include "core/exit_code.h"
 #include "core/main_guard.h"
 #include "data/image_codec.h"
 #include "data/imagenet_converter.h"
@@ -82,7 +83,7 @@ int tool_main(int argc, char** argv) {
   auto summary = ic::convert_imagenet(options);
   if (!summary.ok()) {
     std::fprintf(stderr, "imagenet_to_tfrecord: %s\n", summary.status().message().c_str());
-    return 1;
+    return ic::exit_code_for(summary.status());
   }
   for (const ic::SplitSummary* split : {&summary->train, &summary->validation}) {
     if (split->images == 0) continue;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command_line.h"
+#include "core/exit_code.h"
 #include "core/main_guard.h"
 #include "io/checkpoint_dir.h"
 #include "io/safetensors.h"
@@ -57,7 +58,7 @@ int inspect_main(int argc, char** argv) {
     Result<std::optional<std::string>> latest = latest_checkpoint(flags.model_dir);
     if (!latest.ok()) {
       std::cerr << "inspect_checkpoint: " << latest.status().message() << std::endl;
-      return 1;
+      return exit_code_for(latest.status());
     }
     if (!latest->has_value()) {
       std::cerr << "inspect_checkpoint: no checkpoint in " << flags.model_dir << std::endl;
@@ -73,7 +74,7 @@ int inspect_main(int argc, char** argv) {
   Result<CheckpointContents> contents = read_checkpoint(path);
   if (!contents.ok()) {
     std::cerr << "inspect_checkpoint: " << contents.status().message() << std::endl;
-    return 1;
+    return exit_code_for(contents.status());
   }
   std::cout << "checkpoint: " << path << "\n";
   for (const auto& [key, value] : contents->metadata) {
@@ -97,14 +98,14 @@ int inspect_main(int argc, char** argv) {
     const Status written = write_safetensors(flags.write_safetensors, contents->metadata, views);
     if (!written.ok()) {
       std::cerr << "inspect_checkpoint: " << written.message() << std::endl;
-      return 1;
+      return exit_code_for(written);
     }
   }
   if (!flags.write_bundle.empty()) {
     const Status written = write_tensor_bundle(flags.write_bundle, contents->metadata, views);
     if (!written.ok()) {
       std::cerr << "inspect_checkpoint: " << written.message() << std::endl;
-      return 1;
+      return exit_code_for(written);
     }
   }
   return 0;

@@ -9,6 +9,7 @@
 
 #include "cli/backend_options.h"
 #include "command_line.h"
+#include "core/exit_code.h"
 #include "core/main_guard.h"
 #include "data/fake_imagenet.h"
 
@@ -86,7 +87,7 @@ int tool_main(int argc, char** argv) {
   const ic::Status status = ic::make_fake_imagenet(o);
   if (!status.ok()) {
     std::fprintf(stderr, "make_fake_imagenet: %s\n", status.message().c_str());
-    return 1;
+    return ic::exit_code_for(status);
   }
   std::fprintf(stderr, "make_fake_imagenet: wrote %lld training and %lld validation images to %s\n",
                static_cast<long long>(o.num_train_images),

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "command_line.h"
+#include "core/exit_code.h"
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
 #include "core/stop_signal.h"
@@ -111,7 +112,7 @@ int serve_main(int argc, char** argv) {
     Result<std::map<int64_t, std::string>> names = read_label_names(flags.labels_file);
     if (!names.ok()) {
       std::cerr << "serve: " << names.status().message() << std::endl;
-      return 1;
+      return exit_code_for(names.status());
     }
     options.label_names = std::move(*names);
   }
@@ -121,7 +122,7 @@ int serve_main(int argc, char** argv) {
   Result<std::unique_ptr<Server>> server = Server::create(options);
   if (!server.ok()) {
     std::cerr << "serve: " << server.status().message() << std::endl;
-    return 1;
+    return exit_code_for(server.status());
   }
   std::cerr << "serve: listening on http://" << flags.host << ":" << (*server)->port()
             << " (model_dir " << flags.model_dir << ", batches up to " << flags.max_batch_size

@@ -1,7 +1,11 @@
 // Status and Result<T>: how the library reports failure. Errors are values inside the
-// library and become messages (and exit codes) only at the edge, in tools/.
+// library; a Status carries a code, so that callers tell "not found" from "corrupt" without
+// reading the message, and the edges map codes: exit codes (core/exit_code.h), HTTP statuses
+// (serve/http_status.h). Messages say what failed and where, for people.
 #pragma once
 
+#include <cstddef>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -10,36 +14,101 @@
 
 namespace ic {
 
-// A success or an error message that says what failed and where (file, offset, flag...).
+// Kinds of failure, named as gRPC and TensorFlow name theirs. A code is set where the error
+// starts, and only where some caller or edge acts on the difference; the rest stay internal.
+enum class StatusCode {
+  ok,
+  invalid_argument,    // a bad flag or a bad request: the caller must ask differently
+  not_found,           // a file, object, checkpoint or model that is not there
+  already_exists,      // something that must not be replaced is in the way
+  resource_exhausted,  // over a limit: memory, disk, image pixels, request body size
+  unavailable,         // worth trying again later: a remote failure after retries, a full queue
+  data_loss,           // corrupt or truncated bytes: a bad CRC, a malformed file
+  internal,            // any other failure, and what error(...) without a code gives
+  cancelled,           // stopped on request: a stop signal, a shutdown
+};
+
+// "NOT_FOUND", "DATA_LOSS", ... ("OK" for ok).
+inline const char* status_code_name(StatusCode code) {
+  static constexpr const char* kNames[] = {
+      "OK",          "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "RESOURCE_EXHAUSTED",
+      "UNAVAILABLE", "DATA_LOSS",        "INTERNAL",  "CANCELLED"};
+  const auto index = static_cast<size_t>(code);
+  return index < std::size(kNames) ? kNames[index] : "UNKNOWN";
+}
+
+// A success, or an error: a code and a message that says what failed and where.
 class [[nodiscard]] Status {
  public:
   Status() = default;  // success
-  static Status error(std::string message) { return Status(std::move(message)); }
+  // An error; an ok code is taken as internal, so that an error is never ok().
+  Status(StatusCode code, std::string message)
+      : code_(code == StatusCode::ok ? StatusCode::internal : code), message_(std::move(message)) {}
+  static Status error(std::string message) {
+    return Status(StatusCode::internal, std::move(message));
+  }
 
-  bool ok() const { return !message_.has_value(); }
+  bool ok() const { return code_ == StatusCode::ok; }
+  StatusCode code() const { return code_; }
   const std::string& message() const {
     static const std::string kOk = "OK";
-    return message_ ? *message_ : kOk;
+    return ok() ? kOk : message_;
   }
-  // Prefixes context ("reading train-00003: ") to an error; a success stays a success.
+  // Prefixes context ("reading train-00003: ") to an error, keeping its code; a success stays
+  // a success.
   Status with_context(const std::string& context) const {
-    return ok() ? *this : Status(context + ": " + *message_);
+    return ok() ? *this : Status(code_, context + ": " + message_);
   }
 
  private:
-  explicit Status(std::string message) : message_(std::move(message)) {}
-  std::optional<std::string> message_;
+  StatusCode code_ = StatusCode::ok;
+  std::string message_;
 };
 
-// Builds an error from streamable parts: error("bad value ", v, " for --mode").
+// Builds an error from streamable parts: error(StatusCode::not_found, path, ": no such file").
 template <typename... Parts>
-Status error(const Parts&... parts) {
+Status error(StatusCode code, const Parts&... parts) {
   std::ostringstream out;
   (out << ... << parts);
-  return Status::error(out.str());
+  return Status(code, out.str());
+}
+// Without a code the error is internal: error("bad value ", v, " for --mode").
+template <typename... Parts>
+Status error(const Parts&... parts) {
+  return error(StatusCode::internal, parts...);
 }
 
-// A value or the Status that explains why there is none.
+// The codes callers test for, short to write: not_found(path, ": no such file").
+template <typename... Parts>
+Status invalid_argument(const Parts&... parts) {
+  return error(StatusCode::invalid_argument, parts...);
+}
+template <typename... Parts>
+Status not_found(const Parts&... parts) {
+  return error(StatusCode::not_found, parts...);
+}
+template <typename... Parts>
+Status already_exists(const Parts&... parts) {
+  return error(StatusCode::already_exists, parts...);
+}
+template <typename... Parts>
+Status resource_exhausted(const Parts&... parts) {
+  return error(StatusCode::resource_exhausted, parts...);
+}
+template <typename... Parts>
+Status unavailable(const Parts&... parts) {
+  return error(StatusCode::unavailable, parts...);
+}
+template <typename... Parts>
+Status data_loss(const Parts&... parts) {
+  return error(StatusCode::data_loss, parts...);
+}
+template <typename... Parts>
+Status cancelled(const Parts&... parts) {
+  return error(StatusCode::cancelled, parts...);
+}
+
+// A value or the Status that explains why there is none (its code included).
 template <typename T>
 class [[nodiscard]] Result {
  public:

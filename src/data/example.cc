@@ -33,7 +33,7 @@ const tensorflow::Feature* find(const FeatureMap& map, const char* key) {
 }
 
 Status wrong_type(const char* key, const char* wanted) {
-  return error("tf.Example key ", key, ": expected ", wanted);
+  return data_loss("tf.Example key ", key, ": expected ", wanted);
 }
 
 // A FixedLen scalar: absent keeps *out; present must hold exactly one value of the right type.
@@ -109,7 +109,7 @@ std::string encode_image_example(const ImageExample& e) {
 Result<ImageExample> decode_image_example(std::string_view bytes) {
   tensorflow::Example example;
   if (!example.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return error("malformed tf.Example (", bytes.size(), " bytes)");
+    return data_loss("malformed tf.Example (", bytes.size(), " bytes)");
   }
   const FeatureMap& map = example.features().feature();
   ImageExample e;
@@ -135,9 +135,9 @@ Result<ImageExample> decode_image_example(std::string_view bytes) {
   IC_RETURN_IF_ERROR(get_int64s(map, "image/object/class/label", &e.bbox_label));
   const size_t boxes = e.bbox_ymin.size();
   if (e.bbox_xmin.size() != boxes || e.bbox_ymax.size() != boxes || e.bbox_xmax.size() != boxes) {
-    return error("tf.Example image/object/bbox lists differ in length (ymin ", boxes, ", xmin ",
-                 e.bbox_xmin.size(), ", ymax ", e.bbox_ymax.size(), ", xmax ", e.bbox_xmax.size(),
-                 ")");
+    return data_loss("tf.Example image/object/bbox lists differ in length (ymin ", boxes, ", xmin ",
+                     e.bbox_xmin.size(), ", ymax ", e.bbox_ymax.size(), ", xmax ",
+                     e.bbox_xmax.size(), ")");
   }
   return e;
 }

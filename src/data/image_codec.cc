@@ -217,9 +217,9 @@ Status check_image_pixels(std::string_view bytes, int64_t max_pixels) {
   if (max_pixels <= 0) return Status();
   IC_ASSIGN_OR_RETURN(const ImageDimensions size, read_image_dimensions(bytes));
   if (size.pixels() > max_pixels) {
-    return error("image header claims ", size.width, "x", size.height, " = ", size.pixels(),
-                 " pixels, more than the limit of ", max_pixels,
-                 " (--max_image_pixels); not decoded");
+    return resource_exhausted("image header claims ", size.width, "x", size.height, " = ",
+                              size.pixels(), " pixels, more than the limit of ", max_pixels,
+                              " (--max_image_pixels); not decoded");
   }
   return Status();
 }

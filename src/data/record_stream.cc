@@ -64,7 +64,10 @@ Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offse
     const uint64_t record_offset = slot.reader.offset();
     Result<bool> got = slot.reader.read(record);
     if (!got.ok()) {
-      if (!options_.skip_corrupt_records) return got.status();
+      // Only damaged bytes are skipped; a failure to read (a bucket that stays unreachable) is
+      // not the data's and stops the stream.
+      const bool corrupt = got.status().code() == StatusCode::data_loss;
+      if (!options_.skip_corrupt_records || !corrupt) return got.status();
       ++corrupt_records_;
       last_corruption_ = got.status().message();
       if (slot.reader.skip_corrupt()) continue;  // same file, next record

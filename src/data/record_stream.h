@@ -31,10 +31,11 @@ class RecordStream {
 
   // The next record, the file it came from and (when `offset` is not null) the byte offset
   // where it starts there. Returns false at the end (never when repeating). A corrupt record
-  // is skipped and counted, or returned as the error when skip_corrupt_records is false; a file
-  // that cannot be opened is always an error. When repeating, an error too once every file has
-  // been read through without giving one good record (all empty, not TFRecords, or corrupt in
-  // every record): the stream would otherwise go round them forever.
+  // (a data_loss error) is skipped and counted, or returned as the error when
+  // skip_corrupt_records is false; a file that cannot be opened or read is always an error. When
+  // repeating, an error too once every file has been read through without giving one good record
+  // (all empty, not TFRecords, or corrupt in every record): the stream would otherwise go round
+  // them forever.
   Result<bool> next(std::string* record, std::string* source, uint64_t* offset = nullptr);
 
   // Where the stream stands now (file indices into the constructor's list), and the way back

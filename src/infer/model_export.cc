@@ -17,13 +17,6 @@
 
 namespace ic {
 
-Result<ExportFormat> parse_export_format(const std::string& name) {
-  if (name == "saved_model") return ExportFormat::saved_model;
-  if (name == "onnx") return ExportFormat::onnx;
-  if (name == "safetensors") return ExportFormat::safetensors;
-  return error("unknown export format '", name, "' (allowed: saved_model, onnx, safetensors)");
-}
-
 Status write_safetensors_export(const InferenceModel& model, const std::string& path) {
   std::map<std::string, std::string> metadata = checkpoint_metadata(model.meta);
   metadata["source"] = model.checkpoint;
@@ -95,7 +88,8 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
   IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(export_dir));
   Status made = fs->make_dirs(export_dir);
   if (!made.ok())
-    return error("cannot create the export directory ", export_dir, ": ", made.message());
+    return error(made.code(), "cannot create the export directory ", export_dir, ": ",
+                 made.message());
   IC_ASSIGN_OR_RETURN(int64_t version, free_version(*fs, export_dir));
   const std::string final_dir = join_path(export_dir, std::to_string(version));
 
@@ -105,7 +99,7 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
     Status written = write_export(model, final_dir, format);
     if (!written.ok()) {
       remove_object_tree(*fs, final_dir);
-      return error("export to ", export_dir, " failed: ", written.message());
+      return error(written.code(), "export to ", export_dir, " failed: ", written.message());
     }
     return final_dir;
   }
@@ -113,8 +107,11 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
   // Locally: a temp directory renamed into place, so the version appears complete at once.
   const std::string temp_dir = join_path(export_dir, "temp-" + std::to_string(version));
   std::error_code ec;
-  if (!std::filesystem::create_directory(temp_dir, ec) || ec)
-    return error("cannot create ", temp_dir, ": ", ec ? ec.message() : "it exists");
+  const bool created = std::filesystem::create_directory(temp_dir, ec);
+  if (ec || !created) {
+    return ec ? error("cannot create ", temp_dir, ": ", ec.message())
+              : already_exists("cannot create ", temp_dir, ": it exists");
+  }
   Status written = write_export(model, temp_dir, format);
   if (written.ok()) {
     written = fs->rename(temp_dir, final_dir);
@@ -125,7 +122,7 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
   }
   if (!written.ok()) {
     std::filesystem::remove_all(temp_dir, ec);
-    return error("export to ", export_dir, " failed: ", written.message());
+    return error(written.code(), "export to ", export_dir, " failed: ", written.message());
   }
   return final_dir;
 }
@@ -134,7 +131,7 @@ Result<std::string> export_newest_saved_model(const std::string& model_dir,
                                               const std::string& export_dir) {
   if (model_dir.empty()) return error("no --model_dir to export a checkpoint from");
   IC_ASSIGN_OR_RETURN(std::optional<std::string> newest, latest_checkpoint(model_dir));
-  if (!newest) return error("no checkpoint in ", model_dir, " to export");
+  if (!newest) return not_found("no checkpoint in ", model_dir, " to export");
   IC_ASSIGN_OR_RETURN(InferenceModel model, load_for_inference(model_dir, *newest));
   return export_trained_model(model, export_dir, ExportFormat::saved_model);
 }

@@ -19,9 +19,6 @@ enum class ExportFormat {
   safetensors,  // model.safetensors: the inference weights and the checkpoint metadata
 };
 
-// "saved_model", "onnx", "safetensors"; anything else is an error listing them.
-Result<ExportFormat> parse_export_format(const std::string& name);
-
 // Writes `model` as `format` into a new numbered directory under `export_dir` (created if
 // needed) and returns that directory's path.
 Result<std::string> export_trained_model(const InferenceModel& model, const std::string& export_dir,

@@ -15,9 +15,9 @@ constexpr char kMagic[] = "\x93NUMPY";  // 6 bytes
 Result<std::string> dict_value(const std::string& header, const std::string& key,
                                const std::string& path) {
   const size_t at = header.find("'" + key + "'");
-  if (at == std::string::npos) return error(path, ": .npy header has no '", key, "'");
+  if (at == std::string::npos) return data_loss(path, ": .npy header has no '", key, "'");
   size_t pos = header.find(':', at);
-  if (pos == std::string::npos) return error(path, ": malformed .npy header");
+  if (pos == std::string::npos) return data_loss(path, ": malformed .npy header");
   ++pos;
   int depth = 0;
   size_t end = pos;
@@ -40,7 +40,7 @@ Result<NpyArray> read_npy(const std::string& path) {
   if (!read.ok()) return read.status().with_context("cannot read .npy");
   const std::string& bytes = *read;
   if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0) {
-    return error(path, ": not a .npy file (bad magic)");
+    return data_loss(path, ": not a .npy file (bad magic)");
   }
   const uint8_t major = static_cast<uint8_t>(bytes[6]);
   size_t header_len = 0, header_start = 0;
@@ -48,7 +48,7 @@ Result<NpyArray> read_npy(const std::string& path) {
     header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
     header_start = 10;
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12) return error(path, ": truncated .npy header");
+    if (bytes.size() < 12) return data_loss(path, ": truncated .npy header");
     uint32_t len;
     std::memcpy(&len, bytes.data() + 8, 4);
     header_len = len;
@@ -56,7 +56,7 @@ Result<NpyArray> read_npy(const std::string& path) {
   } else {
     return error(path, ": unsupported .npy version ", int{major});
   }
-  if (bytes.size() < header_start + header_len) return error(path, ": truncated .npy header");
+  if (bytes.size() < header_start + header_len) return data_loss(path, ": truncated .npy header");
   const std::string header = bytes.substr(header_start, header_len);
   IC_ASSIGN_OR_RETURN(std::string descr, dict_value(header, "descr", path));
   if (descr != "'<f4'" && descr != "'float32'") {
@@ -74,22 +74,23 @@ Result<NpyArray> read_npy(const std::string& path) {
   std::istringstream dim_stream(dims);
   int64_t dim;
   while (dim_stream >> dim) {
-    if (dim < 0) return error(path, ": negative dimension in shape ", shape_text);
+    if (dim < 0) return data_loss(path, ": negative dimension in shape ", shape_text);
     // Checked so that count * sizeof(float) below cannot overflow either.
     if (dim != 0 && count > INT64_MAX / static_cast<int64_t>(sizeof(float)) / dim) {
-      return error(path, ": shape ", shape_text, " is too large");
+      return data_loss(path, ": shape ", shape_text, " is too large");
     }
     array.shape.push_back(dim);
     // Overflow-checked: a hostile header's product must not wrap into a small, "matching" size.
     if (__builtin_mul_overflow(count, dim, &count) || count > INT64_MAX / int64_t{sizeof(float)}) {
-      return error(path, ": shape ", shape_text, " has more elements than any file can hold");
+      return data_loss(path, ": shape ", shape_text, " has more elements than any file can hold");
     }
   }
-  if (!dim_stream.eof()) return error(path, ": malformed shape ", shape_text, " in .npy header");
+  if (!dim_stream.eof())
+    return data_loss(path, ": malformed shape ", shape_text, " in .npy header");
   const size_t data_start = header_start + header_len;
   if (bytes.size() - data_start != static_cast<size_t>(count) * sizeof(float)) {
-    return error(path, ": shape ", shape_text, " needs ", count * 4, " bytes of data, file has ",
-                 bytes.size() - data_start);
+    return data_loss(path, ": shape ", shape_text, " needs ", count * 4,
+                     " bytes of data, file has ", bytes.size() - data_start);
   }
   array.data.resize(static_cast<size_t>(count));
   if (count > 0) {  // memcpy from or to a null pointer is undefined even for 0 bytes

@@ -114,14 +114,15 @@ Result<CheckpointState> parse_checkpoint_state(const std::string& text, const st
     const std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
     const size_t colon = t.find(':');
-    if (colon == std::string::npos) return error(path, ":", number, ": expected 'field: value'");
+    if (colon == std::string::npos)
+      return data_loss(path, ":", number, ": expected 'field: value'");
     const std::string key = trim(std::string_view(t).substr(0, colon));
     const std::string value = trim(std::string_view(t).substr(colon + 1));
     if (key != "model_checkpoint_path" && key != "all_model_checkpoint_paths") {
       continue;  // timestamps and other fields newer TF versions add
     }
     const std::optional<std::string> unquoted = text_format_unquote(value);
-    if (!unquoted) return error(path, ":", number, ": malformed string value for ", key);
+    if (!unquoted) return data_loss(path, ":", number, ": malformed string value for ", key);
     if (key == "model_checkpoint_path") {
       state.model_checkpoint_path = *unquoted;
     } else {
@@ -196,10 +197,10 @@ Status check_same_step_run(const std::string& prefix,
     if (!old.ok()) continue;  // damaged: nothing worth keeping (recovery skipped it too)
     const auto theirs = old->metadata.find(kRunIdKey);
     if (theirs == old->metadata.end() || theirs->second == ours->second) continue;
-    return error(existing, ": a checkpoint of the same step from another run (run id ",
-                 theirs->second, "; this run is ", ours->second,
-                 ") is already there; not replacing it. Move it away, or train in another "
-                 "--model_dir");
+    return already_exists(existing, ": a checkpoint of the same step from another run (run id ",
+                          theirs->second, "; this run is ", ours->second,
+                          ") is already there; not replacing it. Move it away, or train in "
+                          "another --model_dir");
   }
   return Status();
 }
@@ -246,8 +247,8 @@ Result<CheckpointContents> read_checkpoint(const std::string& path) {
     return read_tensor_bundle(prefix);
   }
   if (is_file(prefix + kSafetensorsSuffix)) return read_safetensors(prefix + kSafetensorsSuffix);
-  return error("no checkpoint at ", path, " (neither ", bundle_index_path(prefix), " nor ", prefix,
-               kSafetensorsSuffix, " exists)");
+  return not_found("no checkpoint at ", path, " (neither ", bundle_index_path(prefix), " nor ",
+                   prefix, kSafetensorsSuffix, " exists)");
 }
 
 std::string checkpoint_state_text(const CheckpointState& state) {
@@ -334,8 +335,9 @@ Result<std::optional<std::string>> latest_checkpoint(const std::string& model_di
   if (!state || state->model_checkpoint_path.empty()) return std::optional<std::string>();
   const std::string path = resolve_checkpoint_path(model_dir, state->model_checkpoint_path);
   if (!checkpoint_exists(path)) {
-    return error(join(model_dir, kStateFile), " names ", state->model_checkpoint_path, " but ",
-                 path, " does not exist");
+    // The index and the files disagree: the model_dir is damaged, not empty.
+    return data_loss(join(model_dir, kStateFile), " names ", state->model_checkpoint_path, " but ",
+                     path, " does not exist");
   }
   return std::optional<std::string>(path);
 }

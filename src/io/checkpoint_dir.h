@@ -54,7 +54,8 @@ bool checkpoint_exists(const std::string& path);
 
 // Reads either format: a path ending in .safetensors is that file, one ending in .index is
 // that bundle, a prefix is its bundle when <prefix>.index exists, else <prefix>.safetensors.
-// Errors name the file and what is wrong.
+// Errors name the file and what is wrong: not_found when the checkpoint is not there (or was
+// deleted while read: a trainer pruning it), data_loss when its bytes are damaged.
 Result<CheckpointContents> read_checkpoint(const std::string& path);
 
 // The metadata key of the run a checkpoint belongs to: random at a run's first start, kept
@@ -69,8 +70,8 @@ inline constexpr char kRunIdKey[] = "run_id";
 // left behind. A crash at any point leaves `checkpoint` naming a complete checkpoint. Saving
 // a step that is already listed replaces it and moves it to the end -- but never another run's:
 // when `metadata` has a kRunIdKey and a readable checkpoint of the same step (either format)
-// carries a different one, nothing is written and the error names that file. (A damaged file,
-// or one without a run id, written by an older program, is replaced.)
+// carries a different one, nothing is written and the error (already_exists) names that file.
+// (A damaged file, or one without a run id, written by an older program, is replaced.)
 Status save_checkpoint(const std::string& model_dir, int64_t step,
                        const std::map<std::string, std::string>& metadata,
                        const std::vector<TensorView>& tensors, int keep_max = 5,

@@ -52,8 +52,8 @@ Result<std::optional<ResumePoint>> find_resume_point(const std::string& model_di
     listed = resolve_checkpoint_path(model_dir, (*state)->model_checkpoint_path);
     if (!checkpoint_exists(*listed)) {
       if (candidates.empty()) {
-        return error(index_file, " names ", (*state)->model_checkpoint_path, " but ", *listed,
-                     " does not exist");
+        return data_loss(index_file, " names ", (*state)->model_checkpoint_path, " but ", *listed,
+                         " does not exist");
       }
       point.notes.push_back("Warning: " + index_file + " names " + *listed +
                             ", which does not exist; recovering from the files");
@@ -90,8 +90,8 @@ Result<std::optional<ResumePoint>> find_resume_point(const std::string& model_di
   }
   std::string reasons;
   for (const std::string& r : refused) reasons += "\n  " + r;
-  return error("no usable checkpoint in ", model_dir, " (", refused.size(),
-               " found, none readable; starting over would overwrite them):", reasons);
+  return data_loss("no usable checkpoint in ", model_dir, " (", refused.size(),
+                   " found, none readable; starting over would overwrite them):", reasons);
 }
 
 }  // namespace ic

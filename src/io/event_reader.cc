@@ -14,7 +14,7 @@ Result<std::vector<tensorflow::Event>> read_events(const std::string& path) {
     if (!more) break;
     tensorflow::Event event;
     if (!event.ParseFromString(record)) {
-      return error(path, ": record at byte ", offset, " is not a tensorflow.Event");
+      return data_loss(path, ": record at byte ", offset, " is not a tensorflow.Event");
     }
     events.push_back(std::move(event));
   }

@@ -48,10 +48,9 @@ Result<std::unique_ptr<EventWriter>> EventWriter::create(const std::string& dir)
     Result<std::unique_ptr<WritableFile>> file = fs->open_write(writer->path_, true);
     if (file.ok()) {
       writer->file_ = std::move(*file);
-    } else {
-      const Result<bool> raced = fs->exists(writer->path_);  // another writer took the name
-      if (!raced.ok() || !*raced) return file.status().with_context("cannot create event file");
-    }
+    } else if (file.status().code() != StatusCode::already_exists) {
+      return file.status().with_context("cannot create event file");
+    }  // else another writer took the name since exists(): try the next one
   }
   if (!writer->file_) return error(base, ": cannot find a free event file name");
 

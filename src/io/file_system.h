@@ -57,7 +57,8 @@ class FileSystem {
  public:
   virtual ~FileSystem() = default;
   virtual Result<std::unique_ptr<RandomAccessFile>> open_read(const std::string& path) = 0;
-  // exclusive: fail when `path` exists (event files never clobber another writer's).
+  // exclusive: fail (already_exists) when `path` exists (event files never clobber another
+  // writer's). Every FileSystem error says not_found for a missing file or object.
   virtual Result<std::unique_ptr<WritableFile>> open_write(const std::string& path,
                                                            bool exclusive = false) = 0;
   // Never seen half-written: locally temp file (<path>.tmp-<pid>-<n>) + fsync + rename +

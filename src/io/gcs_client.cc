@@ -118,7 +118,7 @@ Result<std::optional<GcsObjectInfo>> GcsClient::stat(const GcsObjectName& name) 
   IC_ASSIGN_OR_RETURN(const HttpResponse response, send(request, name.url()));
   if (response.status == 404) return std::optional<GcsObjectInfo>();
   if (!ok_status(response.status)) {
-    return error(name.url(),
+    return error(status_code_for_http(response.status), name.url(),
                  ": reading the object's metadata failed: ", describe_http_error(response));
   }
   Result<ObjectMetadata> metadata = parse_object_metadata_body(response.body);
@@ -142,13 +142,16 @@ Status GcsClient::read(const GcsObjectName& name, const std::string& generation,
   const std::string what =
       name.url() + " bytes [" + std::to_string(offset) + ", " + std::to_string(offset + n) + ")";
   IC_ASSIGN_OR_RETURN(const HttpResponse response, send(request, what));
-  if (response.status == 404) return error(name.url(), ": no such object (deleted while reading?)");
+  if (response.status == 404) {
+    return not_found(name.url(), ": no such object (deleted while reading?)");
+  }
   if (!ok_status(response.status)) {
-    return error(what, ": read failed: ", describe_http_error(response));
+    return error(status_code_for_http(response.status), what,
+                 ": read failed: ", describe_http_error(response));
   }
   if (response.sink_bytes != n) {
-    return error(what, ": read ", response.sink_bytes, " bytes instead of ", n,
-                 " (object shorter than expected?)");
+    return data_loss(what, ": read ", response.sink_bytes, " bytes instead of ", n,
+                     " (object shorter than expected?)");
   }
   return Status();
 }
@@ -165,7 +168,8 @@ Status GcsClient::upload(const GcsObjectName& name, const std::vector<std::strin
   request.body = body;
   IC_ASSIGN_OR_RETURN(const HttpResponse response, send(request, name.url()));
   if (!ok_status(response.status)) {
-    return error(name.url(), ": upload failed: ", describe_http_error(response));
+    return error(status_code_for_http(response.status), name.url(),
+                 ": upload failed: ", describe_http_error(response));
   }
   return Status();
 }
@@ -195,7 +199,7 @@ Status GcsClient::resumable_upload(const GcsObjectName& name,
   IC_ASSIGN_OR_RETURN(const HttpResponse started, send(start, name.url()));
   const auto location = started.headers.find("location");
   if (!ok_status(started.status) || location == started.headers.end()) {
-    return error(name.url(),
+    return error(status_code_for_http(started.status), name.url(),
                  ": starting a resumable upload failed: ", describe_http_error(started));
   }
   const std::string session = location->second;
@@ -228,11 +232,12 @@ Status GcsClient::resumable_upload(const GcsObjectName& name,
       continue;
     }
     if (response.ok() && !RetryPolicy::retryable_status(response->status)) {
-      return error(what, ": failed: ", describe_http_error(*response));
+      return error(status_code_for_http(response->status), what,
+                   ": failed: ", describe_http_error(*response));
     }
     const std::string why =
         response.ok() ? describe_http_error(*response) : response.status().message();
-    if (++failures >= policy_.max_attempts) return error(what, ": failed: ", why);
+    if (++failures >= policy_.max_attempts) return unavailable(what, ": failed: ", why);
     log_retry(failures, policy_.max_attempts, why);
     std::this_thread::sleep_for(policy_.delay_before_retry(failures, rng()));
     HttpRequest query;
@@ -242,7 +247,7 @@ Status GcsClient::resumable_upload(const GcsObjectName& name,
     IC_ASSIGN_OR_RETURN(const HttpResponse status, send(query, name.url()));
     if (ok_status(status.status)) return Status();
     if (status.status != 308) {
-      return error(name.url(),
+      return error(status_code_for_http(status.status), name.url(),
                    ": the resumable upload session is gone: ", describe_http_error(status));
     }
     Result<uint64_t> kept = persisted_bytes(status, total);
@@ -260,9 +265,10 @@ Result<GcsListing> GcsClient::list(const std::string& bucket, const std::string&
     HttpRequest request;
     request.url = list_url(bucket, prefix, delimiter, page_token, max_results);
     IC_ASSIGN_OR_RETURN(const HttpResponse response, send(request, what));
-    if (response.status == 404) return error("gs://", bucket, ": no such bucket");
+    if (response.status == 404) return not_found("gs://", bucket, ": no such bucket");
     if (!ok_status(response.status)) {
-      return error(what, ": listing failed: ", describe_http_error(response));
+      return error(status_code_for_http(response.status), what,
+                   ": listing failed: ", describe_http_error(response));
     }
     Result<ListingPage> page = parse_listing_body(response.body);
     if (!page.ok()) return page.status().with_context(what);
@@ -279,7 +285,8 @@ Status GcsClient::remove(const GcsObjectName& name) {
   request.url = object_url(name);
   IC_ASSIGN_OR_RETURN(const HttpResponse response, send(request, name.url()));
   if (response.status == 404 || ok_status(response.status)) return Status();
-  return error(name.url(), ": delete failed: ", describe_http_error(response));
+  return error(status_code_for_http(response.status), name.url(),
+               ": delete failed: ", describe_http_error(response));
 }
 
 Status GcsClient::copy(const GcsObjectName& from, const GcsObjectName& to) {
@@ -295,7 +302,8 @@ Status GcsClient::copy(const GcsObjectName& from, const GcsObjectName& to) {
     request.body = "{}";
     IC_ASSIGN_OR_RETURN(const HttpResponse response, send(request, what));
     if (!ok_status(response.status)) {
-      return error(what, ": copy failed: ", describe_http_error(response));
+      return error(status_code_for_http(response.status), what,
+                   ": copy failed: ", describe_http_error(response));
     }
     Result<RewriteProgress> progress = parse_rewrite_body(response.body);
     if (!progress.ok()) return progress.status().with_context(what + ": copy");

@@ -31,8 +31,8 @@ class GcsRandomAccessFile final : public RandomAccessFile {
   uint64_t size() const override { return info_.size; }
   Status read(uint64_t offset, size_t n, char* out) override {
     if (offset > info_.size || n > info_.size - offset) {
-      return error(path_, ": read of bytes [", offset, ", ", offset + n, ") past the end (",
-                   info_.size, " bytes)");
+      return data_loss(path_, ": read of bytes [", offset, ", ", offset + n, ") past the end (",
+                       info_.size, " bytes)");
     }
     // The generation opened: a reader never mixes bytes of two versions of the object.
     return client_->read(name_, info_.generation, offset, n, out);
@@ -95,7 +95,7 @@ class GcsFileSystem final : public FileSystem {
   Result<std::unique_ptr<RandomAccessFile>> open_read(const std::string& path) override {
     IC_ASSIGN_OR_RETURN(const GcsObjectName name, object_name(path));
     IC_ASSIGN_OR_RETURN(const std::optional<GcsObjectInfo> info, client_->stat(name));
-    if (!info) return error(path, ": cannot open for reading: no such object");
+    if (!info) return not_found(path, ": cannot open for reading: no such object");
     return std::unique_ptr<RandomAccessFile>(
         std::make_unique<GcsRandomAccessFile>(client_.get(), path, name, *info));
   }
@@ -105,7 +105,7 @@ class GcsFileSystem final : public FileSystem {
     IC_ASSIGN_OR_RETURN(const GcsObjectName name, object_name(path));
     if (exclusive) {
       IC_ASSIGN_OR_RETURN(const std::optional<GcsObjectInfo> info, client_->stat(name));
-      if (info) return error(path, ": already exists");
+      if (info) return already_exists(path, ": already exists");
     }
     return std::unique_ptr<WritableFile>(
         std::make_unique<GcsWritableFile>(client_.get(), path, name));
@@ -153,7 +153,7 @@ class GcsFileSystem final : public FileSystem {
   Result<uint64_t> file_size(const std::string& path) override {
     IC_ASSIGN_OR_RETURN(const GcsObjectName name, object_name(path));
     IC_ASSIGN_OR_RETURN(const std::optional<GcsObjectInfo> info, client_->stat(name));
-    if (!info) return error(path, ": no such object");
+    if (!info) return not_found(path, ": no such object");
     return info->size;
   }
 

@@ -99,7 +99,7 @@ Result<HttpResponse> http_send(const HttpRequest& request, const std::string& wh
   CurlHeaders headers;
   for (const std::string& h : request.headers) {
     curl_slist* grown = curl_slist_append(headers.get(), h.c_str());
-    if (grown == nullptr) return error(what, ": out of memory building headers");
+    if (grown == nullptr) return resource_exhausted(what, ": out of memory building headers");
     (void)headers.release();
     headers.reset(grown);
   }
@@ -140,8 +140,9 @@ Result<HttpResponse> http_send(const HttpRequest& request, const std::string& wh
     return error(what, ": the server sent more than the ", request.sink_capacity,
                  " bytes asked for");
   }
+  // A transport failure (refused, reset, timed out) may pass: worth another try.
   if (code != CURLE_OK)
-    return error(what, ": ", request.method, " failed: ", curl_easy_strerror(code));
+    return unavailable(what, ": ", request.method, " failed: ", curl_easy_strerror(code));
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   response.status = status;
@@ -159,6 +160,11 @@ std::chrono::milliseconds RetryPolicy::delay_before_retry(int retry, uint64_t ra
 
 bool RetryPolicy::retryable_status(long status) {
   return status == 408 || status == 429 || (status >= 500 && status <= 599);
+}
+
+StatusCode status_code_for_http(long status) {
+  if (status == 404) return StatusCode::not_found;
+  return RetryPolicy::retryable_status(status) ? StatusCode::unavailable : StatusCode::internal;
 }
 
 RetryPolicy storage_retry_policy() {

@@ -33,8 +33,9 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  // names lower-cased
 };
 
-// One request; an error only for a transport failure (connection refused or reset, timeout),
-// whose message says what curl said and names `what` (an object, never a URL with a token).
+// One request; an error only for a transport failure (connection refused or reset, timeout:
+// unavailable), whose message says what curl said and names `what` (an object, never a URL
+// with a token).
 Result<HttpResponse> http_send(const HttpRequest& request, const std::string& what);
 
 // Bounded exponential backoff with full jitter: the delay before retry n (1-based) is uniform
@@ -49,6 +50,10 @@ struct RetryPolicy {
   // 408, 429 and 5xx are worth another try; other statuses are answers.
   static bool retryable_status(long status);
 };
+// The code of an error answer that a caller gives up on: 404 not_found; a retryable status
+// (the retries were used up) unavailable; any other internal.
+StatusCode status_code_for_http(long status);
+
 // The policy from the environment: IC_STORAGE_RETRIES (attempts), IC_STORAGE_RETRY_DELAY_MS
 // (initial delay) and IC_STORAGE_TIMEOUT_S (per request) override the defaults, so tests can
 // make failures outlast the retries, and stalls time out, fast.

@@ -21,7 +21,7 @@ class Parser {
 
  private:
   Status fail(const std::string& what) const {
-    return error("JSON error at byte ", pos_, ": ", what);
+    return data_loss("JSON error at byte ", pos_, ": ", what);
   }
   void skip_space() {
     while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||

@@ -43,7 +43,7 @@ uint32_t fixed32(std::string_view bytes, size_t pos) {
 
 Status check_table_block_handles(std::string_view table, const std::string& path) {
   auto bad = [&](const std::string& what) {
-    return error(path, ": not a valid LevelDB table (", what, ")");
+    return data_loss(path, ": not a valid LevelDB table (", what, ")");
   };
   if (table.size() < kFooterSize) return bad("shorter than its 48-byte footer");
   const size_t blocks_end = table.size() - kFooterSize;

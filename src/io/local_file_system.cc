@@ -21,6 +21,16 @@ constexpr size_t kLocalReadBuffer = size_t{1} << 20;
 
 std::string local(const std::string& path) { return local_path(path).value_or(path); }
 
+// The code for a std::filesystem error: its value is an errno.
+StatusCode code_of(const std::error_code& ec) { return status_code_for_errno(ec.value()); }
+
+// An error for a failed system call, coded by errno (io/posix_file.h), with its text last.
+template <typename... Parts>
+Status errno_error(const Parts&... parts) {
+  const int saved = errno;
+  return error(status_code_for_errno(saved), parts..., std::strerror(saved));
+}
+
 class LocalRandomAccessFile final : public RandomAccessFile {
  public:
   LocalRandomAccessFile(std::string path, UniqueFd fd, uint64_t size)
@@ -47,14 +57,14 @@ class LocalWritableFile final : public WritableFile {
   Status append(std::string_view bytes) override {
     if (!file_) return error(path_, ": write after close");
     if (std::fwrite(bytes.data(), 1, bytes.size(), file_.get()) != bytes.size()) {
-      return error(path_, ": write failed: ", std::strerror(errno));
+      return errno_error(path_, ": write failed: ");
     }
     return Status();
   }
   Status flush() override {
     if (!file_) return Status();
     if (std::fflush(file_.get()) != 0) {
-      return error(path_, ": flush failed: ", std::strerror(errno));
+      return errno_error(path_, ": flush failed: ");
     }
     return Status();
   }
@@ -64,7 +74,10 @@ class LocalWritableFile final : public WritableFile {
     bool ok = std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
     const int saved_errno = errno;
     ok = (std::fclose(f) == 0) && ok;
-    if (!ok) return error(path_, ": cannot flush and close: ", std::strerror(saved_errno));
+    if (!ok) {
+      return error(status_code_for_errno(saved_errno), path_,
+                   ": cannot flush and close: ", std::strerror(saved_errno));
+    }
     return Status();
   }
   const std::string& path() const override { return path_; }
@@ -83,9 +96,9 @@ class LocalFileSystem final : public FileSystem {
   Result<std::unique_ptr<RandomAccessFile>> open_read(const std::string& path) override {
     const std::string p = local(path);
     UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) return error(path, ": cannot open for reading: ", std::strerror(errno));
+    if (fd.get() < 0) return errno_error(path, ": cannot open for reading: ");
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return error(path, ": cannot stat: ", std::strerror(errno));
+    if (::fstat(fd.get(), &st) != 0) return errno_error(path, ": cannot stat: ");
     if (S_ISDIR(st.st_mode)) return error(path, ": is a directory, not a file");
     return std::unique_ptr<RandomAccessFile>(std::make_unique<LocalRandomAccessFile>(
         path, std::move(fd), static_cast<uint64_t>(st.st_size)));
@@ -95,8 +108,8 @@ class LocalFileSystem final : public FileSystem {
                                                    bool exclusive) override {
     std::FILE* f = std::fopen(local(path).c_str(), exclusive ? "wbx" : "wb");
     if (f == nullptr) {
-      if (exclusive && errno == EEXIST) return error(path, ": already exists");
-      return error(path, ": cannot open for writing: ", std::strerror(errno));
+      if (exclusive && errno == EEXIST) return already_exists(path, ": already exists");
+      return errno_error(path, ": cannot open for writing: ");
     }
     return std::unique_ptr<WritableFile>(std::make_unique<LocalWritableFile>(path, f));
   }
@@ -119,14 +132,14 @@ class LocalFileSystem final : public FileSystem {
       if (stat_error) entry.problem = stat_error.message();
       out.push_back(std::move(entry));
     }
-    if (ec) return error("cannot list ", dir, ": ", ec.message());
+    if (ec) return error(code_of(ec), "cannot list ", dir, ": ", ec.message());
     return out;
   }
 
   Result<bool> exists(const std::string& path) override {
     std::error_code ec;
     const bool found = fs::exists(local(path), ec);
-    if (ec) return error(path, ": cannot check whether it exists: ", ec.message());
+    if (ec) return error(code_of(ec), path, ": cannot check whether it exists: ", ec.message());
     return found;
   }
 
@@ -134,7 +147,7 @@ class LocalFileSystem final : public FileSystem {
     std::error_code ec;
     const bool dir = fs::is_directory(local(path), ec);
     if (ec && ec != std::errc::no_such_file_or_directory) {
-      return error(path, ": cannot stat: ", ec.message());
+      return error(code_of(ec), path, ": cannot stat: ", ec.message());
     }
     return dir;
   }
@@ -142,20 +155,20 @@ class LocalFileSystem final : public FileSystem {
   Result<uint64_t> file_size(const std::string& path) override {
     std::error_code ec;
     const uintmax_t size = fs::file_size(local(path), ec);
-    if (ec) return error(path, ": cannot get the size: ", ec.message());
+    if (ec) return error(code_of(ec), path, ": cannot get the size: ", ec.message());
     return static_cast<uint64_t>(size);
   }
 
   Status rename(const std::string& from, const std::string& to) override {
     std::error_code ec;
     fs::rename(local(from), local(to), ec);
-    if (ec) return error(from, ": cannot rename to ", to, ": ", ec.message());
+    if (ec) return error(code_of(ec), from, ": cannot rename to ", to, ": ", ec.message());
     return Status();
   }
 
   Status remove(const std::string& path) override {
     if (std::remove(local(path).c_str()) != 0 && errno != ENOENT) {
-      return error(path, ": cannot delete: ", std::strerror(errno));
+      return errno_error(path, ": cannot delete: ");
     }
     return Status();
   }
@@ -163,7 +176,7 @@ class LocalFileSystem final : public FileSystem {
   Status make_dirs(const std::string& path) override {
     std::error_code ec;
     fs::create_directories(local(path), ec);
-    if (ec) return error(path, ": cannot create directory: ", ec.message());
+    if (ec) return error(code_of(ec), path, ": cannot create directory: ", ec.message());
     return Status();
   }
 

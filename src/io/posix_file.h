@@ -46,9 +46,14 @@ class UniqueFd {
   int fd_;
 };
 
+// The code for a failed system call's errno: ENOENT not_found, EEXIST already_exists, ENOSPC
+// / EDQUOT / ENOMEM resource_exhausted, anything else internal.
+StatusCode status_code_for_errno(int errno_value);
+
 // Writes all `size` bytes; errors name `path`.
 Status write_all(int fd, const void* data, size_t size, const std::string& path);
 // Reads exactly `size` bytes at `offset` (pread); errors say where, the caller adds which file.
+// A file that ends before is data_loss (it was truncated after it was opened).
 Status read_all(int fd, void* data, size_t size, uint64_t offset);
 
 // Temp file (<path>.tmp-<pid>-<n>) + fsync + rename + directory fsync, for any file that must

@@ -121,12 +121,12 @@ struct PendingTensor {
 
 Status parse_tensor_info(const std::string& name, const JsonValue& info, PendingTensor* out) {
   if (info.kind != JsonValue::Kind::object)
-    return error("tensor ", name, ": entry is not an object");
+    return data_loss("tensor ", name, ": entry is not an object");
   const JsonValue* dtype = info.find("dtype");
   const JsonValue* shape = info.find("shape");
   const JsonValue* offsets = info.find("data_offsets");
   if (!dtype || dtype->kind != JsonValue::Kind::string) {
-    return error("tensor ", name, ": missing \"dtype\"");
+    return data_loss("tensor ", name, ": missing \"dtype\"");
   }
   const std::optional<DType> parsed = parse_dtype(dtype->text);
   if (!parsed) {
@@ -134,21 +134,21 @@ Status parse_tensor_info(const std::string& name, const JsonValue& info, Pending
                  " (F32, BF16, I32, I64 are)");
   }
   if (!shape || shape->kind != JsonValue::Kind::array) {
-    return error("tensor ", name, ": missing \"shape\"");
+    return data_loss("tensor ", name, ": missing \"shape\"");
   }
   std::vector<int64_t> dims;
   for (const JsonValue& d : shape->items) {
     const std::optional<int64_t> v = d.as_int64();
-    if (!v || *v < 0) return error("tensor ", name, ": bad dimension in shape");
+    if (!v || *v < 0) return data_loss("tensor ", name, ": bad dimension in shape");
     dims.push_back(*v);
   }
   if (!offsets || offsets->kind != JsonValue::Kind::array || offsets->items.size() != 2) {
-    return error("tensor ", name, ": \"data_offsets\" must be [begin, end]");
+    return data_loss("tensor ", name, ": \"data_offsets\" must be [begin, end]");
   }
   const std::optional<int64_t> begin = offsets->items[0].as_int64();
   const std::optional<int64_t> end = offsets->items[1].as_int64();
   if (!begin || !end || *begin < 0 || *end < *begin) {
-    return error("tensor ", name, ": bad data_offsets");
+    return data_loss("tensor ", name, ": bad data_offsets");
   }
   out->entry.name = name;
   out->entry.dtype = *parsed;
@@ -157,9 +157,9 @@ Status parse_tensor_info(const std::string& name, const JsonValue& info, Pending
   out->end = static_cast<uint64_t>(*end);
   const std::optional<uint64_t> size = tensor_byte_size(out->entry.shape, out->entry.dtype);
   if (!size || *size != out->end - out->begin) {
-    return error("tensor ", name, ": data_offsets [", out->begin, ",", out->end, ") hold ",
-                 out->end - out->begin, " bytes but ", safetensors_dtype_name(out->entry.dtype),
-                 out->entry.shape.str(), " needs ", size ? *size : 0);
+    return data_loss("tensor ", name, ": data_offsets [", out->begin, ",", out->end, ") hold ",
+                     out->end - out->begin, " bytes but ", safetensors_dtype_name(out->entry.dtype),
+                     out->entry.shape.str(), " needs ", size ? *size : 0);
   }
   return Status();
 }
@@ -169,33 +169,34 @@ Result<SafetensorsFile> read_safetensors_unlabelled(const std::string& path) {
   IC_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file_bytes, fs->open_read(path));
   const uint64_t file_size = file_bytes->size();
   if (file_size < 8)
-    return error("file is ", file_size, " bytes, shorter than the 8-byte header size");
+    return data_loss("file is ", file_size, " bytes, shorter than the 8-byte header size");
   unsigned char length_bytes[8];
   IC_RETURN_IF_ERROR(file_bytes->read(0, 8, reinterpret_cast<char*>(length_bytes)));
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length_bytes[i];
-  if (header_size > kMaxHeaderBytes) return error("header size ", header_size, " exceeds 100 MiB");
+  if (header_size > kMaxHeaderBytes)
+    return data_loss("header size ", header_size, " exceeds 100 MiB");
   if (header_size > file_size - 8) {
-    return error("header size ", header_size, " runs past the end of the ", file_size,
-                 "-byte file");
+    return data_loss("header size ", header_size, " runs past the end of the ", file_size,
+                     "-byte file");
   }
   std::string header(header_size, '\0');
   IC_RETURN_IF_ERROR(file_bytes->read(8, header.size(), header.data()));
-  if (header.empty() || header[0] != '{') return error("header does not start with '{'");
+  if (header.empty() || header[0] != '{') return data_loss("header does not start with '{'");
   Result<JsonValue> json = parse_json(header);
   if (!json.ok()) return json.status().with_context("header");
-  if (json->kind != JsonValue::Kind::object) return error("header is not a JSON object");
+  if (json->kind != JsonValue::Kind::object) return data_loss("header is not a JSON object");
 
   SafetensorsFile file;
   std::vector<PendingTensor> pending;
   std::set<std::string> names;
   for (const auto& [name, value] : json->members) {
-    if (!names.insert(name).second) return error("header names ", name, " twice");
+    if (!names.insert(name).second) return data_loss("header names ", name, " twice");
     if (name == "__metadata__") {
-      if (value.kind != JsonValue::Kind::object) return error("__metadata__ is not an object");
+      if (value.kind != JsonValue::Kind::object) return data_loss("__metadata__ is not an object");
       for (const auto& [key, item] : value.members) {
         if (item.kind != JsonValue::Kind::string) {
-          return error("__metadata__ value of ", key, " is not a string");
+          return data_loss("__metadata__ value of ", key, " is not a string");
         }
         file.metadata[key] = item.text;
       }
@@ -215,17 +216,17 @@ Result<SafetensorsFile> read_safetensors_unlabelled(const std::string& path) {
   uint64_t expected = 0;
   for (const PendingTensor& t : pending) {
     if (t.begin != expected) {
-      return error("tensor ", t.entry.name, ": data_offsets begin at ", t.begin, ", expected ",
-                   expected, " (ranges must be contiguous)");
+      return data_loss("tensor ", t.entry.name, ": data_offsets begin at ", t.begin, ", expected ",
+                       expected, " (ranges must be contiguous)");
     }
     if (t.end > data_size) {
-      return error("tensor ", t.entry.name, ": data_offsets end at ", t.end,
-                   " but the data section has ", data_size, " bytes (file truncated?)");
+      return data_loss("tensor ", t.entry.name, ": data_offsets end at ", t.end,
+                       " but the data section has ", data_size, " bytes (file truncated?)");
     }
     expected = t.end;
   }
   if (expected != data_size) {
-    return error("data section has ", data_size, " bytes but the tensors cover ", expected);
+    return data_loss("data section has ", data_size, " bytes but the tensors cover ", expected);
   }
   file.tensors.reserve(pending.size());
   // In offset order, through one buffer: a few large reads rather than one per tensor (one
@@ -235,7 +236,7 @@ Result<SafetensorsFile> read_safetensors_unlabelled(const std::string& path) {
   for (PendingTensor& t : pending) {
     t.entry.bytes.resize(t.end - t.begin);
     IC_ASSIGN_OR_RETURN(const size_t got, reader.read(t.entry.bytes.data(), t.entry.bytes.size()));
-    if (got != t.entry.bytes.size()) return error("file shrank while reading");
+    if (got != t.entry.bytes.size()) return data_loss("file shrank while reading");
     file.tensors.push_back(std::move(t.entry));
   }
   return file;

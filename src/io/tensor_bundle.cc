@@ -108,7 +108,7 @@ std::string encode_strings(const std::vector<std::string>& elements, uint32_t* c
 Result<std::vector<std::string>> decode_strings(const std::string& bytes, uint64_t count,
                                                 uint32_t* crc) {
   if (count > bytes.size()) {
-    return error(count, " string elements cannot fit in ", bytes.size(), " bytes");
+    return data_loss(count, " string elements cannot fit in ", bytes.size(), " bytes");
   }
   std::vector<uint64_t> lengths;
   size_t pos = 0;
@@ -116,7 +116,7 @@ Result<std::vector<std::string>> decode_strings(const std::string& bytes, uint64
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t v = 0;
     for (int shift = 0;; shift += 7) {
-      if (pos >= bytes.size() || shift > 63) return error("string length ", i, " is malformed");
+      if (pos >= bytes.size() || shift > 63) return data_loss("string length ", i, " is malformed");
       const auto b = static_cast<unsigned char>(bytes[pos++]);
       v |= uint64_t{b & 0x7fu} << shift;
       if ((b & 0x80u) == 0) break;
@@ -125,19 +125,19 @@ Result<std::vector<std::string>> decode_strings(const std::string& bytes, uint64
     c = extend_with_length(c, v);
   }
   uint32_t length_checksum = 0;
-  if (bytes.size() - pos < sizeof(length_checksum)) return error("no length checksum");
+  if (bytes.size() - pos < sizeof(length_checksum)) return data_loss("no length checksum");
   std::memcpy(&length_checksum, bytes.data() + pos, sizeof(length_checksum));
   pos += sizeof(length_checksum);
-  if (unmask_crc32c(length_checksum) != c) return error("string length checksum mismatch");
+  if (unmask_crc32c(length_checksum) != c) return data_loss("string length checksum mismatch");
   c = crc32c_extend(c, &length_checksum, sizeof(length_checksum));
   std::vector<std::string> out;
   for (const uint64_t length : lengths) {
-    if (length > bytes.size() - pos) return error("string element runs past the entry's size");
+    if (length > bytes.size() - pos) return data_loss("string element runs past the entry's size");
     out.emplace_back(bytes, pos, length);
     c = crc32c_extend(c, bytes.data() + pos, length);
     pos += length;
   }
-  if (pos != bytes.size()) return error(bytes.size() - pos, " bytes after the last string");
+  if (pos != bytes.size()) return data_loss(bytes.size() - pos, " bytes after the last string");
   *crc = c;
   return out;
 }
@@ -289,7 +289,8 @@ Result<std::string> read_whole_file(const std::string& path, uint64_t max_bytes)
 
 Status check_header(const tensorflow::BundleHeaderProto& header) {
   if (header.num_shards() < 1 || header.num_shards() > kMaxShards) {
-    return error("header: num_shards ", header.num_shards(), " (allowed: 1 to ", kMaxShards, ")");
+    return data_loss("header: num_shards ", header.num_shards(), " (allowed: 1 to ", kMaxShards,
+                     ")");
   }
   if (header.endianness() != tensorflow::BundleHeaderProto::LITTLE) {
     return error("header: the bundle is big-endian; only little-endian bundles are read");
@@ -317,20 +318,20 @@ Result<uint64_t> check_entry(const tensorflow::BundleEntryProto& entry, int num_
     return error("is a slice of a partitioned variable, which is not supported");
   }
   const tensorflow::TensorShapeProto& shape = entry.shape();
-  if (shape.unknown_rank()) return error("has an unknown rank");
-  if (shape.dim_size() > kMaxRank) return error("has rank ", shape.dim_size());
+  if (shape.unknown_rank()) return data_loss("has an unknown rank");
+  if (shape.dim_size() > kMaxRank) return data_loss("has rank ", shape.dim_size());
   uint64_t count = 1;
   for (const auto& dim : shape.dim()) {
-    if (dim.size() < 0) return error("has a negative dimension ", dim.size());
+    if (dim.size() < 0) return data_loss("has a negative dimension ", dim.size());
     const auto d = static_cast<uint64_t>(dim.size());
-    if (d != 0 && count > UINT64_MAX / d) return error("has an element count that overflows");
+    if (d != 0 && count > UINT64_MAX / d) return data_loss("has an element count that overflows");
     count *= d;
   }
   if (entry.shard_id() < 0 || entry.shard_id() >= num_shards) {
-    return error("names data shard ", entry.shard_id(), " of ", num_shards);
+    return data_loss("names data shard ", entry.shard_id(), " of ", num_shards);
   }
   if (entry.offset() < 0 || entry.size() < 0) {
-    return error("has a negative offset or size (", entry.offset(), ", ", entry.size(), ")");
+    return data_loss("has a negative offset or size (", entry.offset(), ", ", entry.size(), ")");
   }
   if (entry.dtype() == tensorflow::DT_STRING) return count;
   const std::optional<DType> dtype = from_tf_dtype(entry.dtype());
@@ -339,10 +340,10 @@ Result<uint64_t> check_entry(const tensorflow::BundleEntryProto& entry, int num_
                  " (readable: DT_FLOAT, DT_BFLOAT16, DT_INT32, DT_INT64)");
   }
   const uint64_t element = dtype_size(*dtype);
-  if (count > UINT64_MAX / element) return error("has a byte size that overflows");
+  if (count > UINT64_MAX / element) return data_loss("has a byte size that overflows");
   if (static_cast<uint64_t>(entry.size()) != count * element) {
-    return error("holds ", entry.size(), " bytes but ", tf_dtype_name(entry.dtype()), " of ", count,
-                 " elements needs ", count * element);
+    return data_loss("holds ", entry.size(), " bytes but ", tf_dtype_name(entry.dtype()), " of ",
+                     count, " elements needs ", count * element);
   }
   return count;
 }
@@ -367,23 +368,24 @@ Result<std::string> read_entry_bytes(DataShard& shard, const tensorflow::BundleE
   const auto offset = static_cast<uint64_t>(entry.offset());
   const auto size = static_cast<uint64_t>(entry.size());
   if (offset > shard.size || size > shard.size - offset) {
-    return error(shard.path, ": bytes [", offset, ", ", offset + size,
-                 ") lie outside the data file's ", shard.size, " bytes (file truncated?)");
+    return data_loss(shard.path, ": bytes [", offset, ", ", offset + size,
+                     ") lie outside the data file's ", shard.size, " bytes (file truncated?)");
   }
   std::string bytes(size, '\0');
   shard.file->seek(offset);
   IC_ASSIGN_OR_RETURN(const size_t got, shard.file->read(bytes.data(), bytes.size()));
-  if (got != bytes.size()) return error(shard.path, ": file shrank while reading");
+  if (got != bytes.size()) return data_loss(shard.path, ": file shrank while reading");
   return bytes;
 }
 
 Result<std::map<std::string, std::string>> parse_metadata_json(const std::string& json) {
   Result<JsonValue> parsed = parse_json(json);
   if (!parsed.ok()) return parsed.status();
-  if (parsed->kind != JsonValue::Kind::object) return error("is not a JSON object");
+  if (parsed->kind != JsonValue::Kind::object) return data_loss("is not a JSON object");
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : parsed->members) {
-    if (value.kind != JsonValue::Kind::string) return error("value of ", key, " is not a string");
+    if (value.kind != JsonValue::Kind::string)
+      return data_loss("value of ", key, " is not a string");
     out[key] = value.text;
   }
   return out;
@@ -400,7 +402,8 @@ Result<CheckpointContents> read_tensor_bundle(const std::string& prefix) {
   StringSource source(index);
   leveldb::Table* raw_table = nullptr;
   leveldb::Status opened = leveldb::Table::Open(options, &source, index.size(), &raw_table);
-  if (!opened.ok()) return error(index_path, ": not a readable index table: ", opened.ToString());
+  if (!opened.ok())
+    return data_loss(index_path, ": not a readable index table: ", opened.ToString());
   const std::unique_ptr<leveldb::Table> table(raw_table);
   leveldb::ReadOptions read_options;
   read_options.verify_checksums = true;
@@ -410,11 +413,11 @@ Result<CheckpointContents> read_tensor_bundle(const std::string& prefix) {
   it->SeekToFirst();
   if (!it->Valid() || !it->key().empty()) {
     const std::string why = it->status().ok() ? "" : ": " + it->status().ToString();
-    return error(index_path, ": the first entry is not the header (key \"\")", why);
+    return data_loss(index_path, ": the first entry is not the header (key \"\")", why);
   }
   tensorflow::BundleHeaderProto header;
   if (!header.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-    return error(index_path, ": the header entry does not parse");
+    return data_loss(index_path, ": the header entry does not parse");
   }
   Status header_ok = check_header(header);
   if (!header_ok.ok()) return header_ok.with_context(index_path);
@@ -428,15 +431,17 @@ Result<CheckpointContents> read_tensor_bundle(const std::string& prefix) {
   for (it->Next(); it->Valid(); it->Next()) {
     const std::string name = it->key().ToString();
     if (name <= previous_key) {
-      return error(index_path, ": keys out of order (", name, " after ", previous_key, ")");
+      return data_loss(index_path, ": keys out of order (", name, " after ", previous_key, ")");
     }
     previous_key = name;
     tensorflow::BundleEntryProto entry;
     if (!entry.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-      return error(index_path, ": the entry of tensor ", name, " does not parse");
+      return data_loss(index_path, ": the entry of tensor ", name, " does not parse");
     }
     Result<uint64_t> count = check_entry(entry, header.num_shards());
-    if (!count.ok()) return error(index_path, ": tensor ", name, " ", count.status().message());
+    if (!count.ok())
+      return error(count.status().code(), index_path, ": tensor ", name, " ",
+                   count.status().message());
     DataShard& shard = shards[static_cast<size_t>(entry.shard_id())];
     Result<std::string> bytes = read_entry_bytes(shard, entry);
     if (!bytes.ok()) return bytes.status().with_context("tensor " + name);
@@ -448,20 +453,20 @@ Result<CheckpointContents> read_tensor_bundle(const std::string& prefix) {
       }
       Result<std::vector<std::string>> strings = decode_strings(*bytes, *count, &actual_crc);
       if (!strings.ok()) {
-        return error(shard.path, ": tensor ", name, ": ", strings.status().message());
+        return data_loss(shard.path, ": tensor ", name, ": ", strings.status().message());
       }
       Result<std::map<std::string, std::string>> metadata = parse_metadata_json(strings->front());
       if (!metadata.ok()) {
-        return error(shard.path, ": tensor ", name, " (checkpoint metadata) ",
-                     metadata.status().message());
+        return data_loss(shard.path, ": tensor ", name, " (checkpoint metadata) ",
+                         metadata.status().message());
       }
       contents.metadata = std::move(*metadata);
     } else {
       actual_crc = crc32c(bytes->data(), bytes->size());
     }
     if (actual_crc != unmask_crc32c(entry.crc32c())) {
-      return error(shard.path, ": tensor ", name, ": CRC-32C mismatch in bytes [", entry.offset(),
-                   ", ", entry.offset() + entry.size(), ") (data corrupted)");
+      return data_loss(shard.path, ": tensor ", name, ": CRC-32C mismatch in bytes [",
+                       entry.offset(), ", ", entry.offset() + entry.size(), ") (data corrupted)");
     }
     if (entry.dtype() == tensorflow::DT_STRING) continue;
     TensorEntry tensor;
@@ -474,7 +479,7 @@ Result<CheckpointContents> read_tensor_bundle(const std::string& prefix) {
     contents.tensors.push_back(std::move(tensor));
   }
   if (!it->status().ok()) {
-    return error(index_path, ": reading the table: ", it->status().ToString());
+    return data_loss(index_path, ": reading the table: ", it->status().ToString());
   }
   return contents;
 }

@@ -55,7 +55,7 @@ Result<TfRecordReader> TfRecordReader::open(const std::string& path) {
 }
 
 Status TfRecordReader::corrupt(uint64_t at, const std::string& what) const {
-  return error(path_, ": corrupt record at byte ", at, ": ", what);
+  return data_loss(path_, ": corrupt record at byte ", at, ": ", what);
 }
 
 Result<bool> TfRecordReader::read(std::string* record) {

@@ -55,11 +55,12 @@ Result<std::optional<std::string>> newest_servable(const std::string& dir) {
 Result<std::string> resolve_checkpoint(const std::string& model_dir,
                                        const std::string& checkpoint) {
   if (!checkpoint.empty()) return checkpoint;
-  if (model_dir.empty()) return error("give --model_dir or --checkpoint");
+  if (model_dir.empty()) return invalid_argument("give --model_dir or --checkpoint");
   IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, newest_servable(model_dir));
   if (!latest) {
-    return error("no checkpoint in ", model_dir,
-                 " (neither a `checkpoint` file nor a numbered export holding ", kExportFile, ")");
+    return not_found("no checkpoint in ", model_dir,
+                     " (neither a `checkpoint` file nor a numbered export holding ", kExportFile,
+                     ")");
   }
   return *latest;
 }

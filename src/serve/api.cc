@@ -14,17 +14,10 @@ namespace {
 
 using nlohmann::json;
 
-// Messages are built with a stream: GCC 12 misreads chains of std::string + (-Wrestrict).
+// A request the server cannot answer as sent (400).
 template <typename... Parts>
-std::string text(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
-
-template <typename... Parts>
-HttpStatus bad_request(const Parts&... parts) {
-  return {400, text(parts...)};
+Status bad_request(const Parts&... parts) {
+  return invalid_argument(parts...);
 }
 
 struct at_index {
@@ -70,7 +63,7 @@ const json* named_image(const json& instance) {
   return nullptr;
 }
 
-HttpStatus fill_encoded(const json& b64, size_t index, const InstanceOptions& options, float* out) {
+Status fill_encoded(const json& b64, size_t index, const InstanceOptions& options, float* out) {
   if (!b64.is_string()) {
     return bad_request(at_index{index}, ": \"b64\" must be a string of base64, not ",
                        type_name(b64));
@@ -83,9 +76,9 @@ HttpStatus fill_encoded(const json& b64, size_t index, const InstanceOptions& op
                        size.status().message(), ")");
   }
   if (options.max_image_pixels > 0 && size->pixels() > options.max_image_pixels) {
-    return {413, text(at_index{index}, ": the image claims ", size->width, "x", size->height,
-                      " pixels, more than the server's limit of ", options.max_image_pixels,
-                      " (--max_image_pixels)")};
+    return resource_exhausted(at_index{index}, ": the image claims ", size->width, "x",
+                              size->height, " pixels, more than the server's limit of ",
+                              options.max_image_pixels, " (--max_image_pixels)");
   }
   PreprocessOptions preprocess;
   preprocess.training = false;
@@ -95,12 +88,17 @@ HttpStatus fill_encoded(const json& b64, size_t index, const InstanceOptions& op
   Rng rng(0);  // evaluation preprocessing draws nothing
   thread_local PreprocessScratch scratch;
   const Status status = preprocess_image(*bytes, {}, preprocess, rng, &scratch, out);
-  if (!status.ok()) return bad_request(at_index{index}, ": ", status.message());
-  return {};
+  if (!status.ok()) {
+    // An image over the pixel limit stays one (413); any other failure is the image's (400).
+    const StatusCode code = status.code() == StatusCode::resource_exhausted
+                                ? StatusCode::resource_exhausted
+                                : StatusCode::invalid_argument;
+    return error(code, at_index{index}, ": ", status.message());
+  }
+  return Status();
 }
 
-HttpStatus fill_floats(const json& value, size_t index, const InstanceOptions& options,
-                       float* out) {
+Status fill_floats(const json& value, size_t index, const InstanceOptions& options, float* out) {
   const size_t height = static_cast<size_t>(options.height);
   const size_t width = static_cast<size_t>(options.width);
   auto wrong_shape = [&] {
@@ -135,12 +133,12 @@ HttpStatus fill_floats(const json& value, size_t index, const InstanceOptions& o
       }
     }
   }
-  return {};
+  return Status();
 }
 
 }  // namespace
 
-HttpStatus parse_predict_body(std::string_view text, bool classify, PredictRequest* out) {
+Status parse_predict_body(std::string_view text, bool classify, PredictRequest* out) {
   try {
     out->body = json::parse(text);
   } catch (const json::exception& e) {
@@ -185,11 +183,11 @@ HttpStatus parse_predict_body(std::string_view text, bool classify, PredictReque
     }
     out->top_k = static_cast<int>(top_k->get<int64_t>());
   }
-  return {};
+  return Status();
 }
 
-HttpStatus fill_instance(const json& instance, size_t index, const InstanceOptions& options,
-                         float* out) {
+Status fill_instance(const json& instance, size_t index, const InstanceOptions& options,
+                     float* out) {
   const json* image = named_image(instance);
   if (image == nullptr) {
     return bad_request(at_index{index},

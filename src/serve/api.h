@@ -9,7 +9,8 @@
 //                                                     -> {"result": [[["label", score], ...]]}
 // where an instance I is {"b64": "<JPEG or PNG>"}, a float array [H][W][3] already
 // preprocessed, or either one named: {"images": I} (also "image" or "image/encoded").
-// Every error carries the HTTP status it should be answered with.
+// Errors are invalid_argument (a bad request: 400) or resource_exhausted (an image over the
+// pixel limit: 413); serve/http_status.h maps them.
 #pragma once
 
 #include <cstdint>
@@ -19,14 +20,9 @@
 #include <string_view>
 #include <vector>
 
-namespace ic {
+#include "core/status.h"
 
-// 200 = success; anything else is an error answered as {"error": message}.
-struct HttpStatus {
-  int code = 200;
-  std::string message;
-  bool ok() const { return code == 200; }
-};
+namespace ic {
 
 struct PredictRequest {
   nlohmann::json body;
@@ -36,18 +32,19 @@ struct PredictRequest {
 };
 
 // Parses a predict or classify body (classify = true also accepts "examples" and "top_k").
-HttpStatus parse_predict_body(std::string_view text, bool classify, PredictRequest* out);
+Status parse_predict_body(std::string_view text, bool classify, PredictRequest* out);
 
 struct InstanceOptions {
   int height = 299, width = 299;
-  int64_t max_image_pixels = 0;  // a b64 image claiming more is refused (413) before decoding
+  int64_t max_image_pixels =
+      0;  // a b64 image claiming more is refused (resource_exhausted) before decoding
 };
 
 // Writes instance `index` preprocessed [height, width, 3] to `out`: a b64 JPEG/PNG goes through
 // the evaluation preprocessing (data/preprocessing.h); a float array is copied after its shape
 // and types are checked. Runs on the calling (HTTP) thread.
-HttpStatus fill_instance(const nlohmann::json& instance, size_t index,
-                         const InstanceOptions& options, float* out);
+Status fill_instance(const nlohmann::json& instance, size_t index, const InstanceOptions& options,
+                     float* out);
 
 // Softmax of one row of logits (in double, as classify does).
 std::vector<float> softmax(const float* logits, int64_t classes);

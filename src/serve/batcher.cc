@@ -30,15 +30,17 @@ Batcher::~Batcher() { stop(); }
 Status Batcher::submit(const std::shared_ptr<BatchJob>& job) {
   {
     std::lock_guard lock(mutex_);
-    if (stopping_) return error("the server is shutting down");
+    if (stopping_) return cancelled("the server is shutting down");
     const int64_t queued = static_cast<int64_t>(queue_.size());
+    // Both refusals are the queue's, unavailable as TensorFlow's batch scheduler says for a
+    // full queue: the server answers them alike (503).
     if (job->count() > options_.max_queue) {
-      return error("a request of ", job->count(), " instances can never fit the queue (",
-                   "--max_queue=", options_.max_queue, "); send fewer per request");
+      return unavailable("a request of ", job->count(), " instances can never fit the queue (",
+                         "--max_queue=", options_.max_queue, "); send fewer per request");
     }
     if (queued + job->count() > options_.max_queue) {
-      return error("the queue is full (", queued,
-                   " instances waiting, --max_queue=", options_.max_queue, "); retry later");
+      return unavailable("the queue is full (", queued,
+                         " instances waiting, --max_queue=", options_.max_queue, "); retry later");
     }
     if (queue_.empty()) oldest_queued_at_ = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < job->count(); ++i) queue_.push_back({job, i});

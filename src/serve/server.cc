@@ -15,6 +15,7 @@
 #include "runtime/inference_model.h"
 #include "serve/api.h"
 #include "serve/batcher.h"
+#include "serve/http_status.h"
 #include "serve/metrics.h"
 #include "serve/web_page.h"
 
@@ -114,9 +115,10 @@ namespace {
 thread_local Clock::time_point request_start;
 thread_local bool request_routed = false;
 
-void answer_error(httplib::Response& res, int code, const std::string& message) {
-  res.status = code;
-  res.set_content(error_body(message), "application/json");
+// Every error answer: the status's code decides the HTTP status (serve/http_status.h).
+void answer_error(httplib::Response& res, const Status& status) {
+  res.status = http_status_for(status.code());
+  res.set_content(error_body(status.message()), "application/json");
 }
 
 std::string endpoint_of(const std::string& path) {
@@ -148,13 +150,14 @@ void Server::State::predict(const httplib::Request& req, httplib::Response& res,
   if (!model) return;
   const std::string method = req.matches[3];
   if (method == "regress") {
-    return answer_error(res, 400,
-                        "this model is a classifier: use :predict or :classify, not :regress");
+    return answer_error(
+        res,
+        invalid_argument("this model is a classifier: use :predict or :classify, not :regress"));
   }
   const bool classify = method == "classify";
   PredictRequest request;
-  HttpStatus status = parse_predict_body(text, classify, &request);
-  if (!status.ok()) return answer_error(res, status.code, status.message);
+  Status status = parse_predict_body(text, classify, &request);
+  if (!status.ok()) return answer_error(res, status);
   const int64_t count = static_cast<int64_t>(request.instances.size());
   auto job = std::make_shared<BatchJob>(model, count);
   const InstanceOptions instance_options{model->meta().height, model->meta().width,
@@ -162,14 +165,13 @@ void Server::State::predict(const httplib::Request& req, httplib::Response& res,
   for (int64_t i = 0; i < count; ++i) {
     status = fill_instance(*request.instances[i], static_cast<size_t>(i), instance_options,
                            job->image(i));
-    if (!status.ok()) return answer_error(res, status.code, status.message);
+    if (!status.ok()) return answer_error(res, status);
   }
   const Status queued = batcher->submit(job);
-  if (!queued.ok()) return answer_error(res, 503, queued.message());
+  if (!queued.ok()) return answer_error(res, queued);
   if (!job->wait_until(arrived + options.request_timeout)) {
-    return answer_error(res, 503,
-                        "timed out after " + std::to_string(options.request_timeout.count()) +
-                            " ms (--request_timeout_ms) waiting for the model");
+    return answer_error(res, unavailable("timed out after ", options.request_timeout.count(),
+                                         " ms (--request_timeout_ms) waiting for the model"));
   }
   const float* logits = job->logits(0);
   const json body = classify
@@ -199,7 +201,8 @@ void Server::State::add_routes() {
         std::string message = "HTTP " + std::to_string(res.status);
         if (res.status == 404) message = "no such path: " + req.method + " " + req.path;
         if (res.status == 413) message = "the request body is larger than the server's limit";
-        answer_error(res, res.status, message);
+        // httplib chose the status; only the body is ours.
+        res.set_content(error_body(message), "application/json");
         return httplib::Server::HandlerResponse::Handled;
       }));
 
@@ -209,21 +212,19 @@ void Server::State::add_routes() {
     std::shared_ptr<ServedModel> model = current();
     const std::string name = req.matches[1];
     if (!model) {
-      answer_error(
-          res, 503,
-          "no model is loaded yet (waiting for a checkpoint in " + options.model_dir + ")");
+      answer_error(res, unavailable("no model is loaded yet (waiting for a checkpoint in ",
+                                    options.model_dir, ")"));
       return nullptr;
     }
     if (name != this->name()) {
-      answer_error(res, 404,
-                   "unknown model '" + name + "' (this server serves '" + this->name() + "')");
+      answer_error(
+          res, not_found("unknown model '", name, "' (this server serves '", this->name(), "')"));
       return nullptr;
     }
     if (req.matches[2].matched && req.matches[2].str() != std::to_string(model->version())) {
-      answer_error(res, 404,
-                   "version " + req.matches[2].str() + " of '" + name +
-                       "' is not served (the served version is " +
-                       std::to_string(model->version()) + ")");
+      answer_error(res,
+                   not_found("version ", req.matches[2].str(), " of '", name,
+                             "' is not served (the served version is ", model->version(), ")"));
       return nullptr;
     }
     return model;
@@ -275,21 +276,22 @@ void Server::State::add_routes() {
                   too_large = too_large || res.status == 413;
                   if (!read && !too_large) {
                     res.set_header("Connection", "close");
-                    return answer_error(res, 400, "could not read the request body");
+                    return answer_error(res, invalid_argument("could not read the request body"));
                   }
                   if (too_large) {
                     // The rest of the body is never read: the connection cannot be reused.
                     res.set_header("Connection", "close");
-                    return answer_error(res, 413,
-                                        "the request body is larger than the server's limit of " +
-                                            std::to_string(options.max_body_bytes) +
-                                            " bytes (--max_body_bytes)");
+                    return answer_error(
+                        res,
+                        resource_exhausted("the request body is larger than the server's "
+                                           "limit of ",
+                                           options.max_body_bytes, " bytes (--max_body_bytes)"));
                   }
                   predict(req, res, body, resolve(req, res));
                 }));
   http.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     std::shared_ptr<ServedModel> model = current();
-    if (!model) return answer_error(res, 503, "no model loaded yet");
+    if (!model) return answer_error(res, unavailable("no model loaded yet"));
     res.set_content(
         json{{"status", "serving"}, {"model", name()}, {"version", model->version()}}.dump(),
         "application/json");
@@ -308,14 +310,14 @@ void Server::State::add_routes() {
 }
 
 Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
-  if (options.model_dir.empty()) return error("give --model_dir");
+  if (options.model_dir.empty()) return invalid_argument("give --model_dir");
   // Through the seam: a gs:// model_dir works, an unknown scheme is an error. An object store
   // has no empty directories, so there a prefix with nothing in it yet is fine (503 until a
   // checkpoint or an export appears); locally the directory must exist.
   IC_ASSIGN_OR_RETURN(FileSystem * model_fs, file_system_for(options.model_dir));
   if (!model_fs->writes_appear_whole()) {
     IC_ASSIGN_OR_RETURN(bool is_dir, model_fs->is_directory(options.model_dir));
-    if (!is_dir) return error("--model_dir ", options.model_dir, " is not a directory");
+    if (!is_dir) return not_found("--model_dir ", options.model_dir, " is not a directory");
   }
   auto state = std::make_unique<State>();
   State& s = *state;

@@ -85,7 +85,8 @@ class Session {
   Status run() {
     if (options_.mode == Mode::summary) return run_summary();
     if (options_.mode == Mode::eval && reducer_.size() > 1) {
-      return error("--mode=eval follows checkpoints in one process; start it without mpirun");
+      return invalid_argument(
+          "--mode=eval follows checkpoints in one process; start it without mpirun");
     }
     if (options_.mode == Mode::train) return run_train();
     if (options_.mode == Mode::eval) return run_eval();
@@ -250,7 +251,7 @@ Status Session::warm_start() {
   IC_ASSIGN_OR_RETURN(const bool is_dir, path_is_directory(path));
   if (is_dir) {
     IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(path));
-    if (!latest) return error("--warm_start_from=", path, ": no checkpoint in that directory");
+    if (!latest) return not_found("--warm_start_from=", path, ": no checkpoint in that directory");
     path = *latest;
   }
   IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(path));
@@ -510,7 +511,7 @@ Status Session::run_eval() {
       // The trainer may prune it at any moment, even while it is read (a bundle's index goes
       // first): then it is skipped as the reference's NotFoundError is, not an error.
       Result<CheckpointContents> read = read_checkpoint(path);
-      if (!checkpoint_exists(path)) {
+      if (!read.ok() && read.status().code() == StatusCode::not_found) {
         log_ << "Checkpoint " << path << " no longer exists, skipping checkpoint" << std::endl;
         continue;
       }
@@ -531,6 +532,7 @@ Status Session::run_eval() {
       announced = false;
       continue;
     }
+    // The text, not the code: a different problem is worth a line of its own.
     if (!latest.ok() && latest.status().message() != last_error) {
       last_error = latest.status().message();  // say it once, keep polling: it may be fixed
       log_ << last_error << std::endl;

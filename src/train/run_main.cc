@@ -4,6 +4,7 @@
 
 #include "backend/backend.h"
 #include "cli/backend_options.h"
+#include "core/exit_code.h"
 #include "core/host_memory.h"
 #include "core/stop_signal.h"
 #include "dist/communicator.h"
@@ -51,24 +52,25 @@ int run_main(const std::string& model, int argc, char** argv,
     const Result<std::string> text = trainer_help(model);
     if (!text.ok()) {
       std::cerr << program << ": " << text.status().message() << std::endl;
-      return 1;
+      return exit_code_for(text.status());
     }
     std::cout << *text;
     return 0;
   }
   if (!options.ok()) {
     std::cerr << program << ": " << options.status().message() << std::endl;
-    return 2;
+    // Whatever the parser's error says, the command line is what is wrong.
+    return exit_code_for(StatusCode::invalid_argument);
   }
   if (const Status fits = check_memory_fits(*options, physical_memory_bytes()); !fits.ok()) {
     std::cerr << program << ": " << fits.message() << std::endl;
-    return 2;
+    return exit_code_for(fits);
   }
   if (options->mode == Mode::summary) {
     Result<std::unique_ptr<Backend>> none = make_backend(BackendOptions{});
     if (!none.ok()) {
       std::cerr << program << ": " << none.status().message() << std::endl;
-      return 1;
+      return exit_code_for(none.status());
     }
     if (!options->export_dir.empty()) {
       std::cout << "Note: --export_dir is not used by --mode=summary (it writes no checkpoint)"
@@ -76,24 +78,24 @@ int run_main(const std::string& model, int argc, char** argv,
     }
     Status status = run_mode(*options, **none, std::cout);
     if (!status.ok()) std::cerr << program << ": " << status.message() << std::endl;
-    return status.ok() ? 0 : 1;
+    return exit_code_for(status);
   }
   Result<std::unique_ptr<Communicator>> communicator = communicator_from_environment();
   if (!communicator.ok()) {
     std::cerr << program << ": " << communicator.status().message() << std::endl;
-    return 1;
+    return exit_code_for(communicator.status());
   }
   Communicator& comm = **communicator;
   // An error on one replica stops them all: the others would wait in a collective forever.
-  auto fail = [&](const std::string& message) {
+  auto fail = [&](const Status& status) {
     std::cerr << program;
     if (comm.size() > 1) std::cerr << " (replica " << comm.rank() << ")";
-    std::cerr << ": " << message << std::endl;
-    if (comm.size() > 1) comm.abort(1);
-    return 1;
+    std::cerr << ": " << status.message() << std::endl;
+    if (comm.size() > 1) comm.abort(exit_code_for(status));
+    return exit_code_for(status);
   };
   Result<std::unique_ptr<Backend>> backend = choose_backend(program, *options, comm.rank() == 0);
-  if (!backend.ok()) return fail(backend.status().message());
+  if (!backend.ok()) return fail(backend.status());
   if (comm.rank() == 0) {
     std::cout << "Running " << model << " --mode=" << choice_name(options->mode) << " on "
               << (*backend)->description();
@@ -107,11 +109,12 @@ int run_main(const std::string& model, int argc, char** argv,
   } catch (const std::exception& e) {  // and then abort the other replicas too, via fail()
     status = error("unexpected error: ", e.what());
   }
-  if (!status.ok()) return fail(status.message());
+  if (!status.ok()) return fail(status);
   if (!options->export_dir.empty() && comm.rank() == 0) {
-    if (!export_newest) return fail("--export_dir: this program was built without the export");
+    if (!export_newest)
+      return fail(error("--export_dir: this program was built without the export"));
     Result<std::string> exported = export_newest(options->model_dir, options->export_dir);
-    if (!exported.ok()) return fail("--export_dir: " + exported.status().message());
+    if (!exported.ok()) return fail(exported.status().with_context("--export_dir"));
     std::cout << "Exported the newest checkpoint of " << options->model_dir
               << " as a SavedModel to " << *exported << std::endl;
   }

@@ -30,12 +30,14 @@ Status check_memory_fits(const RunOptions& o, uint64_t physical_bytes) {
   for (const auto& batch : batches) {
     const long double need = static_cast<long double>(batch.count) * image_bytes * kPipelineBatches;
     if (need > static_cast<long double>(physical_bytes)) {
-      return error("--", batch.flag, "=", batch.count, " needs at least ",
-                   static_cast<double>(need) / 1e9, " GB for its input batches alone (",
-                   kPipelineBatches, " batches x ", batch.count, " images x ",
-                   static_cast<double>(image_bytes), " bytes of ", o.height, "x", o.width,
-                   "x3 floats), more than this machine's ",
-                   static_cast<double>(physical_bytes) / 1e9, " GB of memory");
+      // The flags ask for more than this machine has: a bad command line, refused before
+      // anything runs (not resource_exhausted, which is a limit met while running).
+      return invalid_argument("--", batch.flag, "=", batch.count, " needs at least ",
+                              static_cast<double>(need) / 1e9, " GB for its input batches alone (",
+                              kPipelineBatches, " batches x ", batch.count, " images x ",
+                              static_cast<double>(image_bytes), " bytes of ", o.height, "x",
+                              o.width, "x3 floats), more than this machine's ",
+                              static_cast<double>(physical_bytes) / 1e9, " GB of memory");
     }
   }
   return Status();
