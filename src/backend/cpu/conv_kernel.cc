@@ -12,8 +12,8 @@
 //   - training: Winograd F(4x4, 3x3) for 3x3 stride-1 convs on large maps where this CPU has
 //     it (about half the multiply-adds of direct convolution), else direct on NHWC;
 //   - forward only (training = false): the same rule, or, when conv_timing_enabled(), each
-//     plan this CPU offers is built and timed on scratch buffers (a warm-up and two runs, the
-//     faster kept), once per shape per backend; later convs of the same shape reuse the answer.
+//     plan this CPU offers is built and timed on scratch buffers (two runs, the faster one
+//     counts), once per shape per backend; later convs of the same shape reuse the answer.
 //
 // Workspace layout: [oneDNN scratchpad (largest of the primitives)] [x internal]
 // [y / dy internal] [weights in the primitive's format, unless constant] [dw in the
@@ -345,7 +345,7 @@ std::string plan_key(const Conv2dDesc& d) {
          (d.constant_weights ? " const" : "") + " " + dtype_name(d.compute);
 }
 
-// Seconds of one forward: the faster of two runs after a warm-up, on scratch buffers.
+// Seconds of one forward: the faster of two runs, on scratch buffers.
 double time_forward(ConvKernel& kernel, const Conv2dDesc& d, DnnlContext& ctx) {
   auto filled = [](size_t count, float value) {
     AlignedBuffer buffer = aligned_buffer(count * sizeof(float));
@@ -366,8 +366,7 @@ double time_forward(ConvKernel& kernel, const Conv2dDesc& d, DnnlContext& ctx) {
   b.workspace = workspace.get();
   if (!kernel.bind(b).ok()) return std::numeric_limits<double>::infinity();
   const StepContext step;
-  kernel.forward(step);
-  ctx.stream.wait();
+  // The first run pays for the weights' conversion and first touches; the second is clean.
   double best = std::numeric_limits<double>::infinity();
   for (int run = 0; run < 2; ++run) {
     const auto start = std::chrono::steady_clock::now();
