@@ -3,12 +3,19 @@
 // Prints one "ours <what>_images_per_sec=... gflops=..." line.
 //
 //   inception_bench --mode=train|infer --model=inception_v3 --batch=32 --size=299
-//                   --threads=2 --warmup=2 --steps=5 [--bf16]
+//                   --threads=2 --warmup=2 --steps=5 [--bf16] [--unfolded]
+//
+// --mode=infer runs what the inference programs run: the graph of prepare_inference_graph
+// (batch norm folded into the convolutions, ReLUs fused, forward-only kernels, convolution
+// implementations timed at compile time; IC_CONV_TIMING=0 keeps the fixed ones). --unfolded
+// runs the model's evaluation graph through the Evaluator instead, as before, to compare.
+// Each inference step uploads the images, runs forward and downloads the logits.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -16,6 +23,8 @@
 
 #include "backend/backend.h"
 #include "core/openmp_env.h"
+#include "graph/compiled_graph.h"
+#include "graph/inference_graph.h"
 #include "models/model.h"
 #include "train/model_state.h"
 #include "train/trainer.h"
@@ -26,6 +35,7 @@ struct Args {
   std::string mode = "train", model = "inception_v3";
   int batch = 32, size = 299, threads = 2, warmup = 2, steps = 5;
   bool bf16 = false;
+  bool unfolded = false;
 };
 
 bool parse(int argc, char** argv, Args* a) {
@@ -50,6 +60,8 @@ bool parse(int argc, char** argv, Args* a) {
       a->steps = std::atoi(value.c_str());
     else if (key == "--bf16")
       a->bf16 = true;
+    else if (key == "--unfolded")
+      a->unfolded = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
       return false;
@@ -71,7 +83,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, &a)) {
     std::fprintf(stderr,
                  "usage: inception_bench --mode=train|infer [--model= --batch= --size= "
-                 "--threads= --warmup= --steps= --bf16]\n");
+                 "--threads= --warmup= --steps= --bf16 --unfolded]\n");
     return 2;
   }
   auto options = ic::default_model_options(a.model);
@@ -79,6 +91,8 @@ int main(int argc, char** argv) {
   options->batch_size = a.batch;
   options->height = options->width = a.size;
   options->training = a.mode == "train";
+  const bool folded = a.mode == "infer" && !a.unfolded;
+  options->build_losses = !folded;  // the inference programs' graph has no loss
   options->compute = a.bf16 ? ic::DType::bf16 : ic::DType::f32;
   auto graph = ic::build_model(*options);
   if (!graph.ok()) return fail(graph.status());
@@ -104,7 +118,40 @@ int main(int argc, char** argv) {
   std::function<void()> run;
   std::unique_ptr<ic::Trainer> trainer;
   std::unique_ptr<ic::Evaluator> evaluator;
-  if (training) {
+  ic::Graph executed = *graph;  // what the FLOP count is of (the folded graph: a bit less)
+  ic::DeviceParams params;
+  std::unique_ptr<ic::CompiledGraph> compiled;
+  std::vector<float> logits;
+  if (folded) {
+    // The initialised values, read back by name as a checkpoint would give them.
+    std::map<std::string, ic::TensorView> tensors;
+    for (ic::TensorView& view : (*state)->checkpoint_tensors()) tensors[view.name] = view;
+    const ic::ParamSource source = [&](const std::string& name) {
+      auto it = tensors.find(name);
+      if (it == tensors.end()) return ic::ParamBytes{};
+      const ic::TensorView& v = it->second;
+      return ic::ParamBytes{v.data, static_cast<size_t>(v.shape.numel()) * sizeof(float)};
+    };
+    auto inference = ic::prepare_inference_graph(*graph, source);
+    if (!inference.ok()) return fail(inference.status());
+    auto uploaded = ic::upload_params(**backend, *inference);
+    if (!uploaded.ok()) return fail(uploaded.status());
+    params = std::move(*uploaded);
+    auto c =
+        ic::CompiledGraph::compile(inference->graph, **backend, params.layout, params.binding());
+    if (!c.ok()) return fail(c.status());
+    compiled = std::move(*c);
+    std::fprintf(stderr, "inference graph: %d batch norms folded, %d ReLUs fused; %s\n",
+                 inference->stats.folded_batch_norm, inference->stats.fused_conv_relu,
+                 compiled->summary().c_str());
+    executed = inference->graph;
+    logits.resize(static_cast<size_t>(a.batch * options->num_classes));
+    run = [&] {
+      (*backend)->upload(compiled->images(), images.data(), images.size() * sizeof(float));
+      compiled->forward({});
+      (*backend)->download(logits.data(), compiled->logits(), logits.size() * sizeof(float));
+    };
+  } else if (training) {
     ic::TrainRecipe recipe;
     recipe.schedule.train_batch_size = a.batch;
     auto t = ic::Trainer::create(**state, *graph, recipe);
@@ -127,7 +174,7 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double images_per_sec = static_cast<double>(a.batch) * a.steps / seconds;
   // Training is about 3x the forward pass's FLOPs (forward, backward data, backward weights).
-  const double forward_flops = 2.0 * static_cast<double>(graph->multiply_adds()) / a.batch;
+  const double forward_flops = 2.0 * static_cast<double>(executed.multiply_adds()) / a.batch;
   const double gflops = images_per_sec * forward_flops * (training ? 3.0 : 1.0) / 1e9;
   std::printf("ours %s_images_per_sec=%.3f gflops=%.1f\n", training ? "train" : "infer",
               images_per_sec, gflops);

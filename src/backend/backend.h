@@ -75,6 +75,9 @@ class OpKernel {
     bool outputs = true;
   };
   virtual BackwardReads backward_reads() const { return {}; }
+  // Which implementation the backend chose, for logs and tests ("jit:avx2 direct nhwc");
+  // empty where there is only one.
+  virtual std::string implementation() const { return {}; }
   // Called once, after memory planning, before the first forward.
   virtual Status bind(const OpBindings& bindings) = 0;
   virtual void forward(const StepContext& ctx) = 0;

@@ -1,6 +1,8 @@
 #include "backend/ops.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 namespace ic {
 
@@ -45,9 +47,17 @@ Shape ConcatDesc::output() const {
   return out;
 }
 
+bool conv_timing_enabled(const Conv2dDesc& desc) {
+  if (desc.training || !desc.time_algorithms) return false;
+  const char* env = std::getenv("IC_CONV_TIMING");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
 namespace {
 struct OpNamer {
-  const char* operator()(const Conv2dDesc&) const { return "conv2d"; }
+  const char* operator()(const Conv2dDesc& d) const {
+    return d.fused_relu ? "conv2d+relu" : "conv2d";
+  }
   const char* operator()(const BatchNormDesc& d) const {
     return d.fused_relu ? "batch_norm+relu" : "batch_norm";
   }

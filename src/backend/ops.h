@@ -25,7 +25,8 @@ int64_t tf_output_size(int64_t in, int kernel, int stride, Padding padding);
 Pads tf_pads(int64_t in_h, int64_t in_w, int kernel_h, int kernel_w, int stride_h, int stride_w,
              Padding padding);
 
-// y = conv(x, w) (+ b).  in: x[N,H,W,Ci]  params: w[kh,kw,Ci,Co] (+ b[Co])  out: y[N,Ho,Wo,Co]
+// y = conv(x, w) (+ b) (then max(y, 0) if fused_relu).
+// in: x[N,H,W,Ci]  params: w[kh,kw,Ci,Co] (+ b[Co])  out: y[N,Ho,Wo,Co]
 struct Conv2dDesc {
   Shape input;
   int64_t out_channels = 0;
@@ -35,8 +36,26 @@ struct Conv2dDesc {
   bool has_bias = false;
   bool needs_input_grad = true;  // false for a conv that reads the images
   DType compute = DType::f32;    // bf16: convert inside, accumulate in f32
+  // false: forward only (no backward is prepared; the graph compiles every op of a graph
+  // that is not a training graph so).
+  bool training = true;
+  // The ReLU after the convolution, in the same pass (oneDNN post-op; cuDNN + a ReLU
+  // kernel). Forward only: a training conv with it is refused (its backward would need a mask).
+  bool fused_relu = false;
+  // Forward only: the weights (and bias) do not change after the first forward() (an
+  // inference graph's folded values), so a backend may convert them into its own format once.
+  bool constant_weights = false;
+  // Forward only: the backend times the implementations it has for this shape once, when the
+  // op is compiled, and keeps the fastest (cudnn.benchmark). conv_timing_enabled() says
+  // whether it may.
+  bool time_algorithms = false;
   Shape output() const;
 };
+
+// Whether `desc` asks for its implementation to be chosen by timing and the environment lets
+// it: IC_CONV_TIMING=0 turns timing off everywhere (runs that need one fixed implementation,
+// hence bit-identical results from run to run). Training convolutions are never timed.
+bool conv_timing_enabled(const Conv2dDesc& desc);
 
 // Batch normalisation over N,H,W per channel, then optionally ReLU (fused).
 // in: x   params: beta[C] (+ gamma[C] if has_gamma)   state: moving_mean[C], moving_variance[C]
@@ -66,6 +85,7 @@ struct Pool2dDesc {
   int kernel_h = 3, kernel_w = 3;
   int stride_h = 1, stride_w = 1;
   Padding padding = Padding::valid;
+  bool training = true;  // false: forward only (max pooling then keeps no argmax)
   Shape output() const;
 };
 
@@ -94,6 +114,7 @@ struct DenseDesc {
   int64_t batch = 0, in_features = 0, out_features = 0;
   bool has_bias = true;
   bool needs_input_grad = true;
+  bool training = true;  // false: forward only
 };
 
 // in: a, b (same shape)  out: y = a + b (then ReLU if fused_relu). ResNet's shortcut.

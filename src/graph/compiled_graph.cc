@@ -106,13 +106,21 @@ class Executor final : public CompiledGraph {
   std::unique_ptr<OpProfile> profile_;
 };
 
-// Conv and dense kernels skip their input-gradient computation when nothing needs it.
+// Conv and dense kernels skip their input-gradient computation when nothing needs it; every
+// kernel of a graph that is not a training graph is compiled forward only.
 OpDesc prepared_desc(const Node& node, const AutodiffPlan* autodiff) {
   OpDesc desc = node.desc;
-  const bool input_needs =
-      autodiff != nullptr && autodiff->needs_grad[static_cast<size_t>(node.inputs.at(0))];
-  if (auto* conv = std::get_if<Conv2dDesc>(&desc)) conv->needs_input_grad = input_needs;
-  if (auto* dense = std::get_if<DenseDesc>(&desc)) dense->needs_input_grad = input_needs;
+  const bool training = autodiff != nullptr;
+  const bool input_needs = training && autodiff->needs_grad[static_cast<size_t>(node.inputs.at(0))];
+  if (auto* conv = std::get_if<Conv2dDesc>(&desc)) {
+    conv->needs_input_grad = input_needs;
+    conv->training = training;
+  }
+  if (auto* dense = std::get_if<DenseDesc>(&desc)) {
+    dense->needs_input_grad = input_needs;
+    dense->training = training;
+  }
+  if (auto* pool = std::get_if<Pool2dDesc>(&desc)) pool->training = training;
   return desc;
 }
 

@@ -4,9 +4,6 @@
 
 namespace ic {
 
-namespace {
-
-// Values a pass must not rename or remove: what the caller reads after forward().
 std::vector<bool> externally_visible(const Graph& graph) {
   std::vector<bool> visible(graph.values.size(), false);
   auto mark = [&](ValueId v) {
@@ -20,7 +17,6 @@ std::vector<bool> externally_visible(const Graph& graph) {
   return visible;
 }
 
-// Drops the nodes marked in `removed` and recomputes every value's producer.
 Graph without_nodes(Graph graph, const std::vector<bool>& removed) {
   std::vector<Node> kept;
   kept.reserve(graph.nodes.size());
@@ -33,8 +29,6 @@ Graph without_nodes(Graph graph, const std::vector<bool>& removed) {
       graph.values[static_cast<size_t>(out)].producer = static_cast<NodeId>(i);
   return graph;
 }
-
-}  // namespace
 
 std::vector<std::vector<NodeId>> value_consumers(const Graph& graph) {
   std::vector<std::vector<NodeId>> consumers(graph.values.size());

@@ -27,4 +27,11 @@ Graph optimize_graph(const Graph& graph, PassStats* stats = nullptr);
 // listed twice).
 std::vector<std::vector<NodeId>> value_consumers(const Graph& graph);
 
+// Helpers of the passes (here and in inference_passes.h) ----------------------------------
+// visible[v]: a pass must not rename or remove v, because the caller reads it after
+// forward(): the images, labels, logits, losses and endpoints.
+std::vector<bool> externally_visible(const Graph& graph);
+// The graph without the nodes marked in `removed`, every value's producer recomputed.
+Graph without_nodes(Graph graph, const std::vector<bool>& removed);
+
 }  // namespace ic

@@ -113,6 +113,25 @@ TEST_F(CudaVsCpu, Conv2dBfloat16) {
   }
 }
 
+// What inference graphs compile: forward only, folded bias, the ReLU fused, constant weights,
+// the algorithm timed; symmetric and TF-asymmetric padding, f32 and bf16.
+TEST_F(CudaVsCpu, Conv2dForwardOnlyWithBiasAndRelu) {
+  for (const Conv2dDesc& base :
+       {conv({2, 7, 6, 5}, 8, 3, 3, 1, Padding::same, true),
+        conv({2, 8, 8, 3}, 4, 3, 3, 2, Padding::same, true),
+        conv({2, 8, 8, 16}, 16, 3, 3, 1, Padding::same, true, DType::bf16)}) {
+    Conv2dDesc d = base;
+    d.training = false;
+    d.fused_relu = true;
+    d.constant_weights = true;
+    d.time_algorithms = true;
+    OpRun run = conv_run(d, 60);
+    run.output_grads.clear();  // forward only
+    const bool bf16 = d.compute == DType::bf16;
+    compare(d, run, bf16 ? 0.08 : 1e-4, bf16 ? 0.03 : 1e-4);
+  }
+}
+
 BatchNormDesc bn(Shape in, bool gamma, bool relu, bool training) {
   BatchNormDesc d;
   d.input = in;

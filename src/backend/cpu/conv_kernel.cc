@@ -1,16 +1,30 @@
-// Conv2d on oneDNN. Weights live in the arena as HWIO and are reordered at each call
-// into the format the primitive chose (weights change every step). Activations in the
-// arena are NHWC f32; the primitive may want them otherwise, and then the kernel converts
-// into "internal" copies in its workspace:
+// Conv2d on oneDNN. Weights live in the arena as HWIO and are reordered into the format the
+// primitive chose: at each call (training: weights change every step), or once at the first
+// forward when the desc says they are constant (an inference graph's folded weights), into a
+// buffer shared by every kernel of the backend converting the same slice to the same format
+// (the graphs of several batch sizes over one parameter arena). Activations in the arena are NHWC
+// f32; the primitive may want them otherwise, and then the kernel converts into "internal" copies
+// in its workspace:
 //   - bf16 compute: x and dy as NHWC bf16 (outputs and gradients stay f32);
-//   - Winograd (3x3 stride 1 on large maps, f32): x, y/dy and dx in oneDNN's blocked layout,
-//     where Winograd F(4x4, 3x3) does about half the multiply-adds of direct convolution.
+//   - a blocked layout (oneDNN's nChw8c / nChw16c, Winograd's): x, y/dy and dx converted.
 //
-// Workspace layout: [oneDNN scratchpad (largest of the three primitives)] [x internal]
-// [y / dy internal] [weights in the primitive's format] [dw in the primitive's format].
-// Backward runs weights before data so dx's internal copy can reuse x's region, and
-// reorders the weights again (cheap) rather than keeping forward's copy between calls.
+// Which implementation (a ConvPlan: oneDNN algorithm, activation layout, compute type):
+//   - training: Winograd F(4x4, 3x3) for 3x3 stride-1 convs on large maps where this CPU has
+//     it (about half the multiply-adds of direct convolution), else direct on NHWC;
+//   - forward only (training = false): the same rule, or, when conv_timing_enabled(), each
+//     plan this CPU offers is built and timed on scratch buffers (two runs, the faster one
+//     counts), once per shape per backend; later convs of the same shape reuse the answer.
+//
+// Workspace layout: [oneDNN scratchpad (largest of the primitives)] [x internal]
+// [y / dy internal] [weights in the primitive's format, unless constant] [dw in the
+// primitive's format]. Backward runs weights before data so dx's internal copy can reuse x's
+// region, and reorders the weights again (cheap) rather than keeping forward's copy.
 #include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_common.h"
@@ -25,6 +39,12 @@ using dnnl::convolution_forward;
 using dnnl::memory;
 using dnnl::prop_kind;
 
+// bf16 where asked and the CPU has bf16 convolutions; else float32, which is at least as
+// accurate (the backend's description says when bf16 falls back).
+dt compute_type(const Conv2dDesc& d, const DnnlContext& ctx) {
+  return d.compute == DType::bf16 && ctx.native_bf16 ? dt::bf16 : dt::f32;
+}
+
 // Winograd pays for its layout conversions only on large maps with enough channels.
 bool prefers_winograd(const Conv2dDesc& d) {
   const Shape out = d.output();
@@ -33,54 +53,66 @@ bool prefers_winograd(const Conv2dDesc& d) {
          d.out_channels >= 32;
 }
 
+const char* algorithm_name(algorithm alg) {
+  switch (alg) {
+    case algorithm::convolution_winograd: return "winograd";
+    case algorithm::convolution_auto: return "auto";
+    default: return "direct";
+  }
+}
+
 class ConvKernel final : public OpKernel {
  public:
-  ConvKernel(const Conv2dDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+  // Throws dnnl::error when oneDNN has no implementation of `plan` for `d` on this CPU.
+  ConvKernel(const Conv2dDesc& d, DnnlContext& ctx, const ConvPlan& plan)
+      : d_(d), ctx_(ctx), plan_(plan) {
     x_md_ = nhwc_md(d.input);
     y_md_ = nhwc_md(d.output());
     w_hwio_md_ =
         memory::desc({d.out_channels, d.input.c(), d.kernel_h, d.kernel_w}, dt::f32, tag::hwio);
-    bool built = false;
-    if (prefers_winograd(d)) {
-      try {
-        build(algorithm::convolution_winograd, dt::f32, tag::any);
-        built = internal_layouts_consistent();
-      } catch (const dnnl::error&) {
-        built = false;  // no Winograd implementation on this CPU: direct below
-      }
-    }
-    if (!built && d.compute == DType::bf16 && ctx.native_bf16) {
-      build(algorithm::convolution_direct, dt::bf16, tag::nhwc);
-      built = true;
-    }
-    // f32, or bf16 on a CPU without bf16 convolutions: computed in float32, which is at least
-    // as accurate (the backend's description says so).
-    if (!built) build(algorithm::convolution_direct, dt::f32, tag::nhwc);
+    build();
 
     size_t scratch = fwd_pd_.scratchpad_desc().get_size();
-    scratch = std::max(scratch, bwd_weights_pd_.scratchpad_desc().get_size());
-    if (d.needs_input_grad) scratch = std::max(scratch, bwd_data_pd_.scratchpad_desc().get_size());
-    scratch_bytes_ = align64(scratch);
     size_t x_bytes = 0, y_bytes = 0;
     if (fwd_pd_.src_desc() != x_md_) x_bytes = fwd_pd_.src_desc().get_size();
-    if (d.needs_input_grad && bwd_data_pd_.diff_src_desc() != x_md_)
-      x_bytes = std::max(x_bytes, bwd_data_pd_.diff_src_desc().get_size());
     if (fwd_pd_.dst_desc() != y_md_) y_bytes = fwd_pd_.dst_desc().get_size();
-    if (bwd_weights_pd_.diff_dst_desc() != y_md_)
-      y_bytes = std::max(y_bytes, bwd_weights_pd_.diff_dst_desc().get_size());
+    size_t w_bytes = keeps_weights() ? 0 : fwd_pd_.weights_desc().get_size();
+    if (d.training) {
+      scratch = std::max(scratch, bwd_weights_pd_.scratchpad_desc().get_size());
+      if (d.needs_input_grad) {
+        scratch = std::max(scratch, bwd_data_pd_.scratchpad_desc().get_size());
+        if (bwd_data_pd_.diff_src_desc() != x_md_)
+          x_bytes = std::max(x_bytes, bwd_data_pd_.diff_src_desc().get_size());
+        w_bytes = std::max(w_bytes, bwd_data_pd_.weights_desc().get_size());
+      }
+      if (bwd_weights_pd_.diff_dst_desc() != y_md_)
+        y_bytes = std::max(y_bytes, bwd_weights_pd_.diff_dst_desc().get_size());
+      if (bwd_weights_pd_.diff_weights_desc() != w_hwio_md_)
+        dw_bytes_ = align64(bwd_weights_pd_.diff_weights_desc().get_size());
+    }
+    scratch_bytes_ = align64(scratch);
     x_int_bytes_ = align64(x_bytes);
     y_int_bytes_ = align64(y_bytes);
-    size_t w_bytes = fwd_pd_.weights_desc().get_size();
-    if (d.needs_input_grad) w_bytes = std::max(w_bytes, bwd_data_pd_.weights_desc().get_size());
     w_bytes_ = align64(w_bytes);
-    if (bwd_weights_pd_.diff_weights_desc() != w_hwio_md_)
-      dw_bytes_ = align64(bwd_weights_pd_.diff_weights_desc().get_size());
   }
 
   size_t workspace_bytes() const override {
     return scratch_bytes_ + x_int_bytes_ + y_int_bytes_ + w_bytes_ + dw_bytes_;
   }
   BackwardReads backward_reads() const override { return {true, false}; }
+  std::string implementation() const override {
+    const bool nhwc = fwd_pd_.src_desc() == memory::desc(x_md_.dims(), plan_.compute, tag::nhwc);
+    return std::string(fwd_pd_.impl_info_str()) + " " + algorithm_name(plan_.alg) +
+           (nhwc ? " nhwc" : " blocked") + (plan_.compute == dt::bf16 ? " bf16" : "");
+  }
+
+  // Two kernels that would run the same primitive on the same layouts.
+  bool same_implementation(const ConvKernel& other) const {
+    return std::strcmp(fwd_pd_.impl_info_str(), other.fwd_pd_.impl_info_str()) == 0 &&
+           fwd_pd_.src_desc() == other.fwd_pd_.src_desc() &&
+           fwd_pd_.weights_desc() == other.fwd_pd_.weights_desc() &&
+           fwd_pd_.dst_desc() == other.fwd_pd_.dst_desc();
+  }
 
   Status bind(const OpBindings& b) override {
     IC_RETURN_IF_ERROR(check_bindings("conv2d", b, 1, 1, d_.has_bias ? 2 : 1, 0));
@@ -94,15 +126,50 @@ class ConvKernel final : public OpKernel {
     return Status();
   }
 
-  void forward(const StepContext&) override { run_steps(forward_steps_, ctx_.stream); }
+  void forward(const StepContext&) override {
+    if (converted_ && !converted_->ready) {
+      run_steps(weight_steps_, ctx_.stream);
+      converted_->ready = true;
+    }
+    run_steps(forward_steps_, ctx_.stream);
+  }
+
+  // Timing runs on scratch buffers that go away: their converted weights are not shared.
+  void keep_weights_private() { share_weights_ = false; }
   void backward(const StepContext&) override { run_steps(backward_steps_, ctx_.stream); }
 
  private:
-  // Creates the three primitives. `ct` is the compute type of x, w and dy; `act` the
-  // activation layout asked for (nhwc, or any to let oneDNN choose).
-  void build(algorithm alg, dt ct, tag act) {
+  // Constant weights in another format than HWIO are converted once into weights_.
+  bool keeps_weights() const {
+    return !d_.training && d_.constant_weights && fwd_pd_.weights_desc() != w_hwio_md_;
+  }
+
+  // The converted copy of the constant weights at `source`: the one another kernel of this
+  // backend already made of the same slice in the same format, else a new one.
+  std::shared_ptr<ConvertedWeights> converted_weights(const void* source) {
+    const memory::desc format = fwd_pd_.weights_desc();
+    auto& shared = ctx_.converted_weights;
+    std::erase_if(shared, [](const auto& entry) { return entry.expired(); });
+    if (share_weights_) {
+      for (const auto& entry : shared) {
+        std::shared_ptr<ConvertedWeights> known = entry.lock();
+        if (known && known->source == source && known->format == format) return known;
+      }
+    }
+    auto made = std::make_shared<ConvertedWeights>();
+    made->source = source;
+    made->format = format;
+    made->data = aligned_buffer(format.get_size());
+    if (share_weights_) shared.push_back(made);
+    return made;
+  }
+
+  // Creates the primitives: forward (with the ReLU post-op when fused), and for training the
+  // two backward ones.
+  void build() {
     const Conv2dDesc& d = d_;
-    const Shape out = d.output();
+    const dt ct = plan_.compute;
+    const tag act = plan_.activations;
     const Pads pads = tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h,
                               d.stride_w, d.padding);
     const memory::dims wdims = w_hwio_md_.dims();
@@ -115,36 +182,54 @@ class ConvKernel final : public OpKernel {
     const memory::dims pad_l{pads.top, pads.left}, pad_r{pads.bottom, pads.right};
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (!d.training) {
+      dnnl::primitive_attr fwd_attr = attr;
+      if (d.fused_relu) {
+        dnnl::post_ops relu;
+        relu.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+        fwd_attr.set_post_ops(relu);
+      }
+      fwd_pd_ = convolution_forward::primitive_desc(
+          convolution_forward::desc(prop_kind::forward_inference, plan_.alg, x, w_any, b, y,
+                                    strides, pad_l, pad_r),
+          fwd_attr, ctx_.engine);
+      fwd_ = convolution_forward(fwd_pd_);
+      return;
+    }
     fwd_pd_ = convolution_forward::primitive_desc(
-        convolution_forward::desc(prop_kind::forward_training, alg, x, w_any, b, y, strides, pad_l,
-                                  pad_r),
+        convolution_forward::desc(prop_kind::forward_training, plan_.alg, x, w_any, b, y, strides,
+                                  pad_l, pad_r),
         attr, ctx_.engine);
     bwd_weights_pd_ = convolution_backward_weights::primitive_desc(
-        convolution_backward_weights::desc(alg, x, dw_any, b, dy, strides, pad_l, pad_r), attr,
-        ctx_.engine, fwd_pd_);
+        convolution_backward_weights::desc(plan_.alg, x, dw_any, b, dy, strides, pad_l, pad_r),
+        attr, ctx_.engine, fwd_pd_);
     if (d.needs_input_grad) {
       bwd_data_pd_ = convolution_backward_data::primitive_desc(
-          convolution_backward_data::desc(alg, dx, w_any, dy, strides, pad_l, pad_r), attr,
+          convolution_backward_data::desc(plan_.alg, dx, w_any, dy, strides, pad_l, pad_r), attr,
           ctx_.engine, fwd_pd_);
       bwd_data_ = convolution_backward_data(bwd_data_pd_);
     }
     fwd_ = convolution_forward(fwd_pd_);
     bwd_weights_ = convolution_backward_weights(bwd_weights_pd_);
+    // The workspace plan assumes forward and backward agree on the internal layouts.
+    if (!internal_layouts_consistent())
+      throw dnnl::error(dnnl_unimplemented, "forward and backward want different layouts");
   }
 
-  // The workspace plan assumes forward and backward agree on the internal layouts.
   bool internal_layouts_consistent() const {
     if (fwd_pd_.src_desc() != bwd_weights_pd_.src_desc()) return false;
     if (!d_.needs_input_grad) return true;
     return bwd_data_pd_.diff_dst_desc() == bwd_weights_pd_.diff_dst_desc();
   }
 
-  // Builds forward's steps: [x to internal] w to the primitive's format, conv, [y to arena];
-  // and backward's: [dy to internal] [x to internal] weights grad [dw to HWIO], then when dx
-  // is wanted: w to bwd's format, data grad [dx to arena].
+  // Builds forward's steps: [x to internal] [w to the primitive's format], conv, [y to
+  // arena]; and backward's: [dy to internal] [x to internal] weights grad [dw to HWIO], then
+  // when dx is wanted: w to bwd's format, data grad [dx to arena].
   void bind_memories(const OpBindings& b) {
-    forward_steps_.clear();  // bind may be called again with other pointers
+    weight_steps_.clear();  // bind may be called again with other pointers
+    forward_steps_.clear();
     backward_steps_.clear();
+    converted_.reset();
     const dnnl::engine& eng = ctx_.engine;
     auto* ws = static_cast<char*>(b.workspace);
     char* x_region = ws + scratch_bytes_;
@@ -165,8 +250,16 @@ class ConvKernel final : public OpKernel {
     const memory x_arena = wrap(x_md_, ctx_, b.inputs[0]);
     const memory w_hwio(w_hwio_md_, eng, b.params[0]);
     const memory x = internal(x_arena, fwd_pd_.src_desc(), x_region, forward_steps_, true);
-    const memory w_fwd(fwd_pd_.weights_desc(), eng, w_region);
-    forward_steps_.push_back(reorder_step(w_hwio, w_fwd));
+    memory w_fwd = w_hwio;
+    if (keeps_weights()) {
+      // Converted at the first forward, when the values are there.
+      converted_ = converted_weights(b.params[0]);
+      w_fwd = memory(fwd_pd_.weights_desc(), eng, converted_->data.get());
+      weight_steps_.push_back(reorder_step(w_hwio, w_fwd));
+    } else if (d_.training || !d_.constant_weights) {
+      w_fwd = memory(fwd_pd_.weights_desc(), eng, w_region);
+      forward_steps_.push_back(reorder_step(w_hwio, w_fwd));
+    }
     const memory y_arena(y_md_, eng, b.outputs[0]);
     std::vector<DnnlStep> y_out;
     const memory y = internal(y_arena, fwd_pd_.dst_desc(), y_region, y_out, false);
@@ -179,7 +272,7 @@ class ConvKernel final : public OpKernel {
     forward_steps_.push_back(std::move(conv));
     for (DnnlStep& step : y_out) forward_steps_.push_back(std::move(step));
 
-    if (b.output_grads.empty() || !b.output_grads[0]) return;  // inference binding
+    if (!d_.training || b.output_grads.empty() || !b.output_grads[0]) return;  // forward only
     if (b.param_grads.size() != b.params.size())
       throw dnnl::error(dnnl_invalid_arguments, "one gradient per parameter expected");
     const memory dy_arena = wrap(y_md_, ctx_, b.output_grads[0]);
@@ -219,6 +312,7 @@ class ConvKernel final : public OpKernel {
 
   Conv2dDesc d_;
   DnnlContext& ctx_;
+  ConvPlan plan_;
   memory::desc x_md_, y_md_, w_hwio_md_;  // the arena's layouts
   convolution_forward::primitive_desc fwd_pd_;
   convolution_forward fwd_;
@@ -227,8 +321,111 @@ class ConvKernel final : public OpKernel {
   convolution_backward_weights::primitive_desc bwd_weights_pd_;
   convolution_backward_weights bwd_weights_;
   size_t scratch_bytes_ = 0, x_int_bytes_ = 0, y_int_bytes_ = 0, w_bytes_ = 0, dw_bytes_ = 0;
-  std::vector<DnnlStep> forward_steps_, backward_steps_;
+  std::shared_ptr<ConvertedWeights> converted_;  // constant weights in the primitive's format
+  bool share_weights_ = true;
+  std::vector<DnnlStep> weight_steps_, forward_steps_, backward_steps_;
 };
+
+// The fixed rule: Winograd where it is preferred and this CPU has it, else direct on NHWC.
+std::unique_ptr<ConvKernel> default_kernel(const Conv2dDesc& d, DnnlContext& ctx) {
+  if (prefers_winograd(d)) {
+    try {
+      return std::make_unique<ConvKernel>(
+          d, ctx, ConvPlan{algorithm::convolution_winograd, dt::f32, tag::any});
+    } catch (const dnnl::error&) {
+      // no Winograd implementation on this CPU (or none consistent with backward): direct
+    }
+  }
+  return std::make_unique<ConvKernel>(
+      d, ctx, ConvPlan{algorithm::convolution_direct, compute_type(d, ctx), tag::nhwc});
+}
+
+// What the timing depends on: everything but the pointers.
+std::string plan_key(const Conv2dDesc& d) {
+  return d.input.str() + " " + std::to_string(d.out_channels) + " " + std::to_string(d.kernel_h) +
+         "x" + std::to_string(d.kernel_w) + " s" + std::to_string(d.stride_h) + "x" +
+         std::to_string(d.stride_w) + (d.padding == Padding::same ? " same" : " valid") +
+         (d.has_bias ? " bias" : "") + (d.fused_relu ? " relu" : "") +
+         (d.constant_weights ? " const" : "") + " " + dtype_name(d.compute);
+}
+
+// Seconds of one forward: the faster of two runs, on scratch buffers.
+double time_forward(ConvKernel& kernel, const Conv2dDesc& d, DnnlContext& ctx) {
+  auto filled = [](size_t count, float value) {
+    AlignedBuffer buffer = aligned_buffer(count * sizeof(float));
+    std::fill_n(static_cast<float*>(buffer.get()), count, value);
+    return buffer;
+  };
+  const auto weights = static_cast<size_t>(d.kernel_h * d.kernel_w * d.input.c() * d.out_channels);
+  AlignedBuffer x = filled(static_cast<size_t>(d.input.numel()), 0.5f);
+  AlignedBuffer w = filled(weights, 0.01f);
+  AlignedBuffer bias = filled(static_cast<size_t>(d.out_channels), 0.f);
+  AlignedBuffer y = filled(static_cast<size_t>(d.output().numel()), 0.f);
+  AlignedBuffer workspace = aligned_buffer(std::max<size_t>(kernel.workspace_bytes(), 64));
+  OpBindings b;
+  b.inputs = {x.get()};
+  b.outputs = {y.get()};
+  b.params = {w.get()};
+  if (d.has_bias) b.params.push_back(bias.get());
+  b.workspace = workspace.get();
+  if (!kernel.bind(b).ok()) return std::numeric_limits<double>::infinity();
+  const StepContext step;
+  // The first run pays for the weights' conversion and first touches; the second is clean.
+  double best = std::numeric_limits<double>::infinity();
+  for (int run = 0; run < 2; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    kernel.forward(step);
+    ctx.stream.wait();
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+// Every plan worth trying for `d`; oneDNN refuses those it has no implementation of.
+std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const DnnlContext& ctx) {
+  const dt ct = compute_type(d, ctx);
+  std::vector<ConvPlan> plans{{algorithm::convolution_direct, ct, tag::nhwc},
+                              {algorithm::convolution_direct, ct, tag::any},
+                              {algorithm::convolution_auto, ct, tag::any}};
+  if (ct == dt::f32 && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 && d.stride_w == 1)
+    plans.push_back({algorithm::convolution_winograd, ct, tag::any});
+  return plans;
+}
+
+// The fastest plan for `d`, timed once per shape and remembered in the context.
+Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
+  const std::string key = plan_key(d);
+  if (auto known = ctx.conv_plans.find(key); known != ctx.conv_plans.end()) return known->second;
+  std::vector<std::unique_ptr<ConvKernel>> timed;
+  ConvPlan best{};
+  double best_seconds = std::numeric_limits<double>::infinity();
+  for (const ConvPlan& plan : candidate_plans(d, ctx)) {
+    std::unique_ptr<ConvKernel> kernel;
+    try {
+      kernel = std::make_unique<ConvKernel>(d, ctx, plan);
+    } catch (const dnnl::error&) {
+      continue;  // not on this CPU
+    }
+    kernel->keep_weights_private();
+    const bool duplicate = std::any_of(timed.begin(), timed.end(), [&](const auto& other) {
+      return kernel->same_implementation(*other);
+    });
+    if (duplicate) continue;
+    const double seconds = time_forward(*kernel, d, ctx);
+    if (seconds < best_seconds) {
+      best_seconds = seconds;
+      best = plan;
+    }
+    timed.push_back(std::move(kernel));
+  }
+  if (timed.empty() || best_seconds == std::numeric_limits<double>::infinity())
+    return error("conv2d: oneDNN has no ", dtype_name(d.compute), " implementation for input ",
+                 d.input.str(), ", ", d.out_channels, " filters, kernel ", d.kernel_h, "x",
+                 d.kernel_w);
+  ctx.conv_plans.emplace(key, best);
+  return best;
+}
 
 }  // namespace
 
@@ -260,7 +457,12 @@ Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& 
                  d.kernel_w, " kernel");
   if (d.compute != DType::f32 && d.compute != DType::bf16)
     return error("conv2d: compute type ", dtype_name(d.compute), " is not supported");
-  return std::unique_ptr<OpKernel>(std::make_unique<ConvKernel>(d, ctx));
+  if (d.training && d.fused_relu)
+    return error("conv2d: a fused ReLU is forward only (its backward would need a mask); ",
+                 "training convolutions are followed by batch norm + ReLU instead");
+  if (!conv_timing_enabled(d)) return std::unique_ptr<OpKernel>(default_kernel(d, ctx));
+  IC_ASSIGN_OR_RETURN(const ConvPlan plan, timed_plan(d, ctx));
+  return std::unique_ptr<OpKernel>(std::make_unique<ConvKernel>(d, ctx, plan));
 }
 
 }  // namespace ic::cpu

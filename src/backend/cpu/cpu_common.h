@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -21,20 +23,49 @@
 
 namespace ic::cpu {
 
-// One CPU engine and one in-order stream for the whole backend.
+using dims = dnnl::memory::dims;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+// How one convolution runs: oneDNN's algorithm, the activation layout asked for (nhwc, or
+// any: oneDNN's choice, converted inside the kernel) and the type x and w are computed in.
+struct ConvPlan {
+  dnnl::algorithm alg = dnnl::algorithm::convolution_direct;
+  dt compute = dt::f32;
+  tag activations = tag::nhwc;
+};
+
+// A 64-byte aligned buffer owned by a kernel (reordered weights and the like).
+struct AlignedFree {
+  void operator()(void* p) const;
+};
+using AlignedBuffer = std::unique_ptr<void, AlignedFree>;
+AlignedBuffer aligned_buffer(size_t bytes);
+
+// Constant convolution weights (Conv2dDesc::constant_weights) converted from the arena slice
+// at `source` into a primitive's `format`, once; shared by the kernels of every graph that
+// reads the same slice in the same format (an inference graph per batch size).
+struct ConvertedWeights {
+  const void* source = nullptr;
+  dnnl::memory::desc format;
+  AlignedBuffer data;
+  bool ready = false;  // converted (at the first forward of any of its kernels)
+};
+
 // Whether oneDNN builds bf16 convolutions on this CPU (it needs AVX-512).
 bool has_bf16_convolutions(const dnnl::engine& engine);
 
+// One CPU engine and one in-order stream for the whole backend, what the backend has learnt
+// by timing (the fastest plan per forward-only convolution shape) and the converted constant
+// weights its kernels share (conv_kernel.cc).
 struct DnnlContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   // Without it, convolutions asked to compute in bf16 compute in float32.
   bool native_bf16 = has_bf16_convolutions(engine);
+  std::map<std::string, ConvPlan> conv_plans;
+  std::vector<std::weak_ptr<ConvertedWeights>> converted_weights;
 };
-
-using dims = dnnl::memory::dims;
-using tag = dnnl::memory::format_tag;
-using dt = dnnl::memory::data_type;
 
 // NHWC activation [N,H,W,C] as oneDNN sees it (logical NCHW dims, physical nhwc).
 inline dnnl::memory::desc nhwc_md(const Shape& s, dt type = dt::f32) {
@@ -43,13 +74,6 @@ inline dnnl::memory::desc nhwc_md(const Shape& s, dt type = dt::f32) {
 
 // Bytes rounded up so consecutive sub-buffers stay 64-byte aligned.
 inline size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
-
-// A 64-byte aligned buffer owned by a kernel (reordered weights and the like).
-struct AlignedFree {
-  void operator()(void* p) const;
-};
-using AlignedBuffer = std::unique_ptr<void, AlignedFree>;
-AlignedBuffer aligned_buffer(size_t bytes);
 
 // Wraps `ptr` (may be null: bound later with set_data_handle) in a oneDNN memory object.
 inline dnnl::memory wrap(const dnnl::memory::desc& md, const DnnlContext& ctx, const void* ptr) {

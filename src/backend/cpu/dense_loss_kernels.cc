@@ -15,6 +15,7 @@ using dnnl::inner_product_forward;
 using dnnl::prop_kind;
 
 // y[N,M] = x[N,K] w[K,M] + b[M]. oneDNN's weights are {M,K}; "io" stores them as [K,M].
+// Forward only (training = false): forward_inference, no backward primitives.
 class DenseKernel final : public OpKernel {
  public:
   DenseKernel(const DenseDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
@@ -23,15 +24,18 @@ class DenseKernel final : public OpKernel {
     const dnnl::memory::desc b =
         d.has_bias ? dnnl::memory::desc({d.out_features}, dt::f32, tag::x) : dnnl::memory::desc();
     const dnnl::memory::desc y({d.batch, d.out_features}, dt::f32, tag::nc);
-    fwd_pd_ = inner_product_forward::primitive_desc(
-        inner_product_forward::desc(prop_kind::forward_training, x, w, b, y), ctx.engine);
+    const prop_kind prop = d.training ? prop_kind::forward_training : prop_kind::forward_inference;
+    fwd_pd_ = inner_product_forward::primitive_desc(inner_product_forward::desc(prop, x, w, b, y),
+                                                    ctx.engine);
     fwd_ = inner_product_forward(fwd_pd_);
-    bwd_data_pd_ = inner_product_backward_data::primitive_desc(
-        inner_product_backward_data::desc(x, w, y), ctx.engine, fwd_pd_);
-    bwd_data_ = inner_product_backward_data(bwd_data_pd_);
-    bwd_weights_pd_ = inner_product_backward_weights::primitive_desc(
-        inner_product_backward_weights::desc(x, w, b, y), ctx.engine, fwd_pd_);
-    bwd_weights_ = inner_product_backward_weights(bwd_weights_pd_);
+    if (d.training) {
+      bwd_data_pd_ = inner_product_backward_data::primitive_desc(
+          inner_product_backward_data::desc(x, w, y), ctx.engine, fwd_pd_);
+      bwd_data_ = inner_product_backward_data(bwd_data_pd_);
+      bwd_weights_pd_ = inner_product_backward_weights::primitive_desc(
+          inner_product_backward_weights::desc(x, w, b, y), ctx.engine, fwd_pd_);
+      bwd_weights_ = inner_product_backward_weights(bwd_weights_pd_);
+    }
     x_ = wrap(x, ctx, nullptr);
     w_ = wrap(w, ctx, nullptr);
     if (d.has_bias) b_ = wrap(b, ctx, nullptr);
@@ -50,7 +54,7 @@ class DenseKernel final : public OpKernel {
     w_.set_data_handle(bind.params[0]);
     if (d_.has_bias) b_.set_data_handle(bind.params[1]);
     y_.set_data_handle(bind.outputs[0]);
-    if (!bind.output_grads.empty() && bind.output_grads[0]) {
+    if (d_.training && !bind.output_grads.empty() && bind.output_grads[0]) {
       dy_.set_data_handle(const_cast<void*>(bind.output_grads[0]));
       has_grads_ = true;
       if (bind.param_grads.size() != bind.params.size())

@@ -1,6 +1,7 @@
 // Max and average pooling on oneDNN, NHWC, with TensorFlow's asymmetric SAME padding.
 // Average pooling divides by the number of real (unpadded) inputs in each window, as TF.
-// Training max pooling saves oneDNN's argmax workspace for backward.
+// Training max pooling saves oneDNN's argmax workspace for backward; a forward-only kernel
+// (training = false) runs oneDNN's forward_inference and prepares no backward.
 #include <unordered_map>
 
 #include "backend/cpu/cpu_common.h"
@@ -27,16 +28,18 @@ class PoolKernel final : public OpKernel {
     const memory::dims pad_l{pads.top, pads.left}, pad_r{pads.bottom, pads.right};
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const prop_kind prop = d.training ? prop_kind::forward_training : prop_kind::forward_inference;
     fwd_pd_ = pooling_forward::primitive_desc(
-        pooling_forward::desc(prop_kind::forward_training, alg, x_md_, y_md_, strides, kernel,
-                              pad_l, pad_r),
-        attr, ctx.engine);
+        pooling_forward::desc(prop, alg, x_md_, y_md_, strides, kernel, pad_l, pad_r), attr,
+        ctx.engine);
     fwd_ = pooling_forward(fwd_pd_);
+    saved_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
+    scratch_bytes_ = align64(fwd_pd_.scratchpad_desc().get_size());
+    if (!d.training) return;  // forward only: no argmax workspace, no backward
     bwd_pd_ = pooling_backward::primitive_desc(
         pooling_backward::desc(alg, x_md_, y_md_, strides, kernel, pad_l, pad_r), attr, ctx.engine,
         fwd_pd_);
     bwd_ = pooling_backward(bwd_pd_);
-    saved_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
     scratch_bytes_ = align64(
         std::max(fwd_pd_.scratchpad_desc().get_size(), bwd_pd_.scratchpad_desc().get_size()));
   }
@@ -58,8 +61,8 @@ class PoolKernel final : public OpKernel {
       y_ = memory(y_md_, eng, b.outputs[0]);
       if (saved_bytes_) ws_ = memory(fwd_pd_.workspace_desc(), eng, b.saved);
       scratch_fwd_ = memory(fwd_pd_.scratchpad_desc(), eng, b.workspace);
-      scratch_bwd_ = memory(bwd_pd_.scratchpad_desc(), eng, b.workspace);
-      if (!b.output_grads.empty() && b.output_grads[0] && !b.input_grads.empty() &&
+      if (bwd_pd_) scratch_bwd_ = memory(bwd_pd_.scratchpad_desc(), eng, b.workspace);
+      if (bwd_pd_ && !b.output_grads.empty() && b.output_grads[0] && !b.input_grads.empty() &&
           b.input_grads[0]) {
         dy_ = wrap(y_md_, ctx_, b.output_grads[0]);
         dx_ = memory(x_md_, eng, b.input_grads[0]);

@@ -12,6 +12,10 @@
 // bf16 (desc.compute == bf16): x, w and dy are converted to bf16 while staging, cuDNN runs
 // with bf16 tensors and float accumulation (CUDNN_DATA_BFLOAT16 data, CUDNN_DATA_FLOAT
 // compute), and y, dx, dW are converted back to float32 (the graph's values are float32).
+//
+// Forward only (desc.training = false): no backward algorithm is chosen; a fused ReLU runs as
+// the ReLU kernel in place after the bias; desc.time_algorithms (where conv_timing_enabled)
+// times cuDNN's algorithms (cudnnFind*) for this conv, as IC_CUDNN_BENCHMARK=1 does for all.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -102,10 +106,10 @@ class Conv2dKernel final : public OpKernel {
     const int64_t weights = kh_ * kw_ * ci_ * co_;
     Carve carve;
     off_w_ = carve.add(weights * elem_bytes);
-    off_dw_ = carve.add(weights * elem_bytes);
+    off_dw_ = carve.add(d_.training ? weights * elem_bytes : 0);  // forward only: no dW, no dx
     if (stage_x_) {
       off_x_ = carve.add(in_.n * staged_h_ * staged_w_ * ci_ * elem_bytes);
-      off_dx_ = carve.add(in_.n * staged_h_ * staged_w_ * ci_ * elem_bytes);
+      off_dx_ = carve.add(d_.training ? in_.n * staged_h_ * staged_w_ * ci_ * elem_bytes : 0);
     }
     if (stage_y_) off_y_ = carve.add(out_.numel() * elem_bytes);
     off_cudnn_ = carve.add(cudnn_bytes_);
@@ -139,6 +143,7 @@ class Conv2dKernel final : public OpKernel {
       IC_CUDA_RECORD(ctx_, launch_crop_convert(y, elem_, out_.h, out_.w, 0, 0, out, out_, bias, s));
     else if (bias)
       IC_CUDA_RECORD(ctx_, launch_bias_add(out, bias, out_.n * out_.h * out_.w, co_, s));
+    if (d_.fused_relu) IC_CUDA_RECORD(ctx_, launch_relu_forward(out, out, out_.numel(), s));
   }
 
   void backward(const StepContext&) override {
@@ -196,7 +201,7 @@ class Conv2dKernel final : public OpKernel {
   }
 
   Status choose_algorithms() {
-    const bool find = benchmark_algorithms();
+    const bool find = benchmark_algorithms() || conv_timing_enabled(d_);
     int count = 0;
     std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> fwd{};
     if (find)
@@ -209,6 +214,10 @@ class Conv2dKernel final : public OpKernel {
           static_cast<int>(fwd.size()), &count, fwd.data())));
     size_t fwd_bytes = 0, data_bytes = 0, filter_bytes = 0;
     IC_RETURN_IF_ERROR(pick(fwd.data(), count, "forward", fwd_algo_, fwd_bytes));
+    if (!d_.training) {
+      cudnn_bytes_ = fwd_bytes;
+      return Status();
+    }
 
     if (d_.needs_input_grad) {
       std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> data{};
@@ -263,6 +272,8 @@ class Conv2dKernel final : public OpKernel {
 }  // namespace
 
 Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, CudaContext& ctx) {
+  if (d.training && d.fused_relu)
+    return error("conv2d: a fused ReLU is forward only (its backward would need a mask)");
   auto kernel = std::make_unique<Conv2dKernel>(d, ctx);
   IC_RETURN_IF_ERROR(kernel->init());
   return std::unique_ptr<OpKernel>(std::move(kernel));

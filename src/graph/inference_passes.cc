@@ -1,0 +1,198 @@
+#include "graph/inference_passes.h"
+
+#include <cmath>
+#include <utility>
+
+#include "graph/passes.h"
+
+namespace ic {
+
+namespace {
+
+const std::vector<float>* optional_values(const ParamValues& values, const Node& node,
+                                          size_t slot) {
+  if (slot >= node.params.size()) return nullptr;
+  return &values[static_cast<size_t>(node.params[slot])];
+}
+
+// The convolution producing `v` when it is one that a following per-channel op may be folded
+// or fused into: no ReLU after it yet, `v` read by exactly one node, not read by the caller.
+Node* foldable_conv(Graph& graph, ValueId v, const std::vector<std::vector<NodeId>>& consumers,
+                    const std::vector<bool>& visible) {
+  const auto index = static_cast<size_t>(v);
+  const NodeId producer = graph.values[index].producer;
+  if (producer == kNone || consumers[index].size() != 1 || visible[index]) return nullptr;
+  Node& node = graph.nodes[static_cast<size_t>(producer)];
+  const auto* conv = std::get_if<Conv2dDesc>(&node.desc);
+  if (conv == nullptr || conv->fused_relu) return nullptr;
+  return &node;
+}
+
+ParamId add_folded_param(InferenceGraph& out, const std::string& name, Shape shape,
+                         std::vector<float> values) {
+  out.graph.params.push_back(
+      ParamInfo{name, std::move(shape), ParamInit{ParamInit::Kind::zeros, 0.f}, true, false});
+  out.values.push_back(std::move(values));
+  return static_cast<ParamId>(out.graph.params.size() - 1);
+}
+
+}  // namespace
+
+Status check_param_values(const Graph& graph, const ParamValues& values) {
+  if (values.size() != graph.params.size())
+    return error(values.size(), " parameter values for a graph of ", graph.params.size(),
+                 " parameters");
+  for (size_t p = 0; p < values.size(); ++p) {
+    const ParamInfo& param = graph.params[p];
+    if (values[p].size() != static_cast<size_t>(param.shape.numel()))
+      return error("parameter ", param.name, " ", param.shape.str(), " has ", values[p].size(),
+                   " values");
+  }
+  return Status();
+}
+
+Result<InferenceGraph> fold_batch_norm(const Graph& graph, const ParamValues& values) {
+  if (graph.training)
+    return error(
+        "fold_batch_norm needs an inference graph (its batch norms must use moving "
+        "statistics)");
+  IC_RETURN_IF_ERROR(check_param_values(graph, values));
+  InferenceGraph out{graph, values, {}};
+  const auto consumers = value_consumers(graph);
+  const auto visible = externally_visible(graph);
+  std::vector<bool> removed(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& bn_node = graph.nodes[i];
+    const auto* bn = std::get_if<BatchNormDesc>(&bn_node.desc);
+    if (bn == nullptr || bn->training) continue;
+    Node* conv_node = foldable_conv(out.graph, bn_node.inputs.at(0), consumers, visible);
+    if (conv_node == nullptr) continue;
+    auto& conv = std::get<Conv2dDesc>(conv_node->desc);
+
+    const std::vector<float>& beta = values[static_cast<size_t>(bn_node.params.at(0))];
+    const std::vector<float>* gamma = bn->has_gamma ? optional_values(values, bn_node, 1) : nullptr;
+    const std::vector<float>& mean = values[static_cast<size_t>(bn_node.state.at(0))];
+    const std::vector<float>& variance = values[static_cast<size_t>(bn_node.state.at(1))];
+    const std::vector<float>& weights = values[static_cast<size_t>(conv_node->params.at(0))];
+    const std::vector<float>* bias =
+        conv.has_bias ? optional_values(values, *conv_node, 1) : nullptr;
+    const auto channels = static_cast<size_t>(conv.out_channels);
+    if (beta.size() != channels || mean.size() != channels || variance.size() != channels ||
+        (gamma != nullptr && gamma->size() != channels))
+      return error("batch norm ", bn_node.name, " has statistics of ", mean.size(),
+                   " channels after a convolution of ", channels);
+
+    std::vector<double> scale(channels);
+    std::vector<float> folded_bias(channels);
+    for (size_t c = 0; c < channels; ++c) {
+      const double spread = static_cast<double>(variance[c]) + static_cast<double>(bn->epsilon);
+      if (!(spread > 0.0))
+        return error("batch norm ", bn_node.name, ": moving variance ", variance[c],
+                     " + epsilon is not positive in channel ", c);
+      scale[c] = (gamma != nullptr ? static_cast<double>((*gamma)[c]) : 1.0) / std::sqrt(spread);
+      const double b = bias != nullptr ? static_cast<double>((*bias)[c]) : 0.0;
+      folded_bias[c] = static_cast<float>(static_cast<double>(beta[c]) +
+                                          (b - static_cast<double>(mean[c])) * scale[c]);
+    }
+    std::vector<float> folded_weights(weights.size());
+    for (size_t k = 0; k < weights.size(); ++k)  // HWIO: the output channel is innermost
+      folded_weights[k] = static_cast<float>(static_cast<double>(weights[k]) * scale[k % channels]);
+
+    const Shape weight_shape = out.graph.params[static_cast<size_t>(conv_node->params[0])].shape;
+    for (const char* suffix : {"/folded_weights", "/folded_bias"})
+      if (out.graph.find_param(conv_node->name + suffix) != kNone)
+        return error("convolution ", conv_node->name, " is folded twice");
+    const ParamId w = add_folded_param(out, conv_node->name + "/folded_weights", weight_shape,
+                                       std::move(folded_weights));
+    const ParamId b = add_folded_param(out, conv_node->name + "/folded_bias",
+                                       Shape{conv.out_channels}, std::move(folded_bias));
+    conv.has_bias = true;
+    conv.fused_relu = bn->fused_relu;
+    conv.training = false;
+    conv_node->params = {w, b};
+    conv_node->outputs[0] = bn_node.outputs.at(0);
+    removed[i] = true;
+    ++out.stats.folded_batch_norm;
+    out.stats.fused_conv_relu += bn->fused_relu ? 1 : 0;
+  }
+  if (out.stats.folded_batch_norm > 0) out.graph = without_nodes(std::move(out.graph), removed);
+  return out;
+}
+
+InferenceGraph fuse_conv_relu(InferenceGraph in) {
+  if (in.graph.training) return in;
+  const auto consumers = value_consumers(in.graph);
+  const auto visible = externally_visible(in.graph);
+  std::vector<bool> removed(in.graph.nodes.size(), false);
+  int fused = 0;
+  for (size_t i = 0; i < in.graph.nodes.size(); ++i) {
+    const Node& relu = in.graph.nodes[i];
+    if (!std::holds_alternative<ReluDesc>(relu.desc)) continue;
+    Node* conv_node = foldable_conv(in.graph, relu.inputs.at(0), consumers, visible);
+    if (conv_node == nullptr) continue;
+    auto& conv = std::get<Conv2dDesc>(conv_node->desc);
+    conv.fused_relu = true;
+    conv.training = false;
+    conv_node->outputs[0] = relu.outputs.at(0);
+    removed[i] = true;
+    ++fused;
+  }
+  if (fused == 0) return in;
+  in.stats.fused_conv_relu += fused;
+  in.graph = without_nodes(std::move(in.graph), removed);
+  return in;
+}
+
+InferenceGraph remove_dead_nodes(InferenceGraph in) {
+  Graph& graph = in.graph;
+  std::vector<bool> needed(graph.values.size(), false);
+  if (graph.logits != kNone) needed[static_cast<size_t>(graph.logits)] = true;
+  for (ValueId loss : graph.losses) needed[static_cast<size_t>(loss)] = true;
+  std::vector<bool> removed(graph.nodes.size(), true);
+  for (size_t i = graph.nodes.size(); i-- > 0;) {
+    const Node& node = graph.nodes[i];
+    bool wanted = false;
+    for (ValueId out : node.outputs) wanted = wanted || needed[static_cast<size_t>(out)];
+    if (!wanted) continue;
+    removed[i] = false;
+    for (ValueId v : node.inputs) needed[static_cast<size_t>(v)] = true;
+  }
+  int count = 0;
+  for (bool r : removed) count += r ? 1 : 0;
+  if (count == 0) return in;
+  graph = without_nodes(std::move(graph), removed);
+  std::erase_if(graph.endpoints, [&](const auto& endpoint) {
+    const ValueId v = endpoint.second;
+    return v != graph.images && graph.values[static_cast<size_t>(v)].producer == kNone;
+  });
+  in.stats.removed_dead_nodes += count;
+  return in;
+}
+
+InferenceGraph remove_unused_params(InferenceGraph in) {
+  Graph& graph = in.graph;
+  std::vector<bool> used(graph.params.size(), false);
+  for (const Node& node : graph.nodes) {
+    for (ParamId p : node.params) used[static_cast<size_t>(p)] = true;
+    for (ParamId p : node.state) used[static_cast<size_t>(p)] = true;
+  }
+  std::vector<ParamId> renumbered(graph.params.size(), kNone);
+  std::vector<ParamInfo> params;
+  ParamValues values;
+  for (size_t p = 0; p < graph.params.size(); ++p) {
+    if (!used[p]) continue;
+    renumbered[p] = static_cast<ParamId>(params.size());
+    params.push_back(std::move(graph.params[p]));
+    values.push_back(std::move(in.values[p]));
+  }
+  in.stats.removed_params += static_cast<int>(graph.params.size() - params.size());
+  graph.params = std::move(params);
+  in.values = std::move(values);
+  for (Node& node : graph.nodes) {
+    for (ParamId& p : node.params) p = renumbered[static_cast<size_t>(p)];
+    for (ParamId& p : node.state) p = renumbered[static_cast<size_t>(p)];
+  }
+  return in;
+}
+
+}  // namespace ic

@@ -1,0 +1,58 @@
+// Rewrites of an inference graph (training = false) together with the host values of its
+// parameters. Unlike passes.h, these change the parameters themselves: folding a batch norm
+// into the convolution before it needs the moving statistics, so each pass takes and returns
+// the graph with its values. Value ids are kept, as in passes.h (a value a pass makes unused
+// keeps its slot with producer kNone); node and parameter ids change.
+#pragma once
+
+#include <vector>
+
+#include "core/status.h"
+#include "graph/graph.h"
+
+namespace ic {
+
+// Host values of a graph's parameters: values[p] holds graph.params[p].shape.numel() floats.
+using ParamValues = std::vector<std::vector<float>>;
+
+struct InferencePassStats {
+  int removed_identity_dropout = 0;  // dropout nodes removed (the identity at inference)
+  int removed_dead_nodes = 0;        // nodes neither the logits nor a loss needs (aux heads)
+  int folded_batch_norm = 0;         // BatchNorm nodes folded into the convolution before them
+  int fused_conv_relu = 0;           // ReLUs that became their convolution's post-op
+  int removed_params = 0;            // parameters no node reads any more
+};
+
+struct InferenceGraph {
+  Graph graph;
+  ParamValues values;  // per ParamId of `graph`
+  InferencePassStats stats;
+};
+
+// Fails unless `values` has one entry per parameter of `graph`, each of its shape's size.
+Status check_param_values(const Graph& graph, const ParamValues& values);
+
+// BatchNorm on moving statistics whose input is a convolution's output that nothing else
+// reads (and the caller does not read) goes into that convolution: per output channel c,
+//   s = gamma[c] / sqrt(moving_variance[c] + epsilon)   (gamma = 1 without one)
+//   w'[.., c] = w[.., c] * s,   b'[c] = beta[c] + (b[c] - moving_mean[c]) * s   (b = 0 without)
+// computed in double. The convolution then has a bias, the batch norm's fused ReLU, writes
+// the batch norm's output, and reads the new parameters "<conv>/folded_weights" and
+// "<conv>/folded_bias" (appended; the old ones stay until remove_unused_params). Other batch
+// norms stay. Fails for a training graph or values that do not fit (see check_param_values),
+// and for a moving variance with variance + epsilon <= 0.
+Result<InferenceGraph> fold_batch_norm(const Graph& graph, const ParamValues& values);
+
+// A convolution without a fused ReLU whose output only a Relu reads (and the caller does not)
+// gets the ReLU as its post-op and writes the Relu's output; the Relu goes. Inference graphs
+// only (a training graph comes back as it is).
+InferenceGraph fuse_conv_relu(InferenceGraph in);
+
+// Keeps only the nodes the logits and the losses depend on (an inference graph computes the
+// aux head's logits for nothing); endpoints of removed values are dropped.
+InferenceGraph remove_dead_nodes(InferenceGraph in);
+
+// Drops the parameters (and their values) no node reads; the others keep their order.
+InferenceGraph remove_unused_params(InferenceGraph in);
+
+}  // namespace ic

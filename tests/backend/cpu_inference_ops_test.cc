@@ -1,0 +1,232 @@
+// Forward-only kernels on the CPU backend (what inference graphs compile): convolution with a
+// bias and the fused ReLU post-op, constant weights converted once, the implementation chosen
+// by timing; pooling and dense on forward_inference. All against the double-precision
+// reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "op_harness.h"
+
+namespace ic {
+namespace {
+
+using testing::cpu_backend;
+using testing::expect_near;
+using testing::OpHarness;
+using testing::OpRun;
+using testing::random_vec;
+using testing::Vec;
+
+struct Case {
+  Shape input;
+  int64_t filters;
+  int kh, kw, stride;
+  Padding padding;
+};
+
+// Odd sizes, TF's asymmetric SAME padding, strides, 1x7 / 7x1, and 3x3 stride 1 on a map
+// large enough for Winograd where the CPU has it.
+const Case kCases[] = {
+    {{2, 7, 5, 3}, 4, 3, 3, 1, Padding::same},     {{2, 8, 6, 5}, 3, 3, 3, 2, Padding::same},
+    {{2, 7, 5, 3}, 5, 3, 3, 2, Padding::valid},    {{1, 7, 5, 8}, 4, 1, 7, 1, Padding::same},
+    {{1, 7, 5, 8}, 4, 7, 1, 1, Padding::same},     {{2, 6, 6, 17}, 19, 1, 1, 1, Padding::same},
+    {{1, 36, 36, 32}, 33, 3, 3, 1, Padding::same},
+};
+
+Conv2dDesc inference_conv(const Case& c, bool relu, bool constant, bool timed) {
+  Conv2dDesc d;
+  d.input = c.input;
+  d.out_channels = c.filters;
+  d.kernel_h = c.kh;
+  d.kernel_w = c.kw;
+  d.stride_h = d.stride_w = c.stride;
+  d.padding = c.padding;
+  d.has_bias = true;
+  d.training = false;
+  d.fused_relu = relu;
+  d.constant_weights = constant;
+  d.time_algorithms = timed;
+  return d;
+}
+
+OpRun forward_run(const Conv2dDesc& d, uint32_t seed) {
+  OpRun run;
+  run.inputs = {random_vec(d.input.numel(), seed)};
+  run.params = {random_vec(d.kernel_h * d.kernel_w * d.input.c() * d.out_channels, seed + 1),
+                random_vec(d.out_channels, seed + 2)};
+  run.output_sizes = {size_t(d.output().numel())};
+  return run;
+}
+
+Vec reference(const Conv2dDesc& d, const OpRun& run) {
+  Vec y = ref::conv2d_forward(d, run.inputs[0], run.params[0], run.params[1]);
+  if (d.fused_relu)
+    for (double& v : y) v = std::max(v, 0.0);
+  return y;
+}
+
+std::string name(const Conv2dDesc& d) {
+  return d.input.str() + " k" + std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) +
+         " s" + std::to_string(d.stride_h) + (d.fused_relu ? " relu" : "") +
+         (d.constant_weights ? " constant" : "") + (d.time_algorithms ? " timed" : "");
+}
+
+TEST(CpuInferenceConv, BiasAndReluPostOpMatchReference) {
+  auto backend = cpu_backend();
+  uint32_t seed = 500;
+  for (const Case& c : kCases)
+    for (bool relu : {false, true})
+      for (bool constant : {false, true}) {
+        const Conv2dDesc d = inference_conv(c, relu, constant, /*timed=*/false);
+        SCOPED_TRACE(name(d));
+        OpHarness h(*backend, d);
+        ASSERT_TRUE(h.ok());
+        EXPECT_FALSE(h.kernel().implementation().empty());
+        EXPECT_EQ(h.kernel().saved_bytes(), 0u);
+        OpRun run = forward_run(d, seed += 10);
+        h.run(run);
+        expect_near(run.outputs[0], reference(d, run), 1e-4, 1e-4, "conv+bias(+relu) y");
+        if (relu) {
+          const auto negative = std::count_if(run.outputs[0].begin(), run.outputs[0].end(),
+                                              [](double v) { return v < 0; });
+          EXPECT_EQ(negative, 0);
+        }
+      }
+}
+
+// Constant weights are converted at the first forward after bind: binding again with other
+// weights (as the harness does each run) must use the new ones.
+TEST(CpuInferenceConv, ConstantWeightsFollowEachBind) {
+  auto backend = cpu_backend();
+  const Conv2dDesc d = inference_conv(kCases[0], true, true, false);
+  OpHarness h(*backend, d);
+  for (uint32_t seed : {11u, 23u, 37u}) {
+    OpRun run = forward_run(d, seed);
+    h.run(run);
+    expect_near(run.outputs[0], reference(d, run), 1e-4, 1e-4, "rebound conv y");
+  }
+}
+
+// Two kernels (two graphs' batch sizes) reading one weights buffer share its converted copy;
+// each must still compute its own batch right.
+TEST(CpuInferenceConv, KernelsOverOneWeightArenaAgree) {
+  auto backend = cpu_backend();
+  const Case base{{1, 9, 9, 16}, 24, 3, 3, 1, Padding::same};
+  Case bigger = base;
+  bigger.input = Shape{3, 9, 9, 16};
+  const Conv2dDesc d1 = inference_conv(base, true, true, false);
+  const Conv2dDesc d3 = inference_conv(bigger, true, true, false);
+  auto k1 = backend->compile(d1);
+  auto k3 = backend->compile(d3);
+  ASSERT_TRUE(k1.ok() && k3.ok());
+  auto upload = [&](const Vec& v) {
+    DeviceBuffer buffer = std::move(backend->allocate(v.size() * 4)).value();
+    std::vector<float> f(v.begin(), v.end());
+    backend->upload(buffer.data(), f.data(), f.size() * 4);
+    return buffer;
+  };
+  const Vec w = random_vec(3 * 3 * 16 * 24, 5), b = random_vec(24, 6);
+  const Vec x = random_vec(static_cast<size_t>(bigger.input.numel()), 7);
+  DeviceBuffer w_buf = upload(w), b_buf = upload(b), x_buf = upload(x);
+  std::vector<DeviceBuffer> keep;
+  auto run = [&](OpKernel& kernel, const Conv2dDesc& d) {
+    OpBindings bind;
+    bind.inputs = {x_buf.data()};
+    keep.push_back(std::move(backend->allocate(d.output().numel() * 4)).value());
+    bind.outputs = {keep.back().data()};
+    bind.params = {w_buf.data(), b_buf.data()};
+    keep.push_back(
+        std::move(backend->allocate(std::max<size_t>(kernel.workspace_bytes(), 64))).value());
+    bind.workspace = keep.back().data();
+    EXPECT_TRUE(kernel.bind(bind).ok());
+    kernel.forward(StepContext{});
+    std::vector<float> y(static_cast<size_t>(d.output().numel()));
+    backend->download(y.data(), bind.outputs[0], y.size() * 4);
+    return Vec(y.begin(), y.end());
+  };
+  const Vec y1 = run(**k1, d1);
+  const Vec y3 = run(**k3, d3);
+  Vec x1(x.begin(), x.begin() + base.input.numel());
+  Vec ref1 = ref::conv2d_forward(d1, x1, w, b), ref3 = ref::conv2d_forward(d3, x, w, b);
+  for (double& v : ref1) v = std::max(v, 0.0);
+  for (double& v : ref3) v = std::max(v, 0.0);
+  expect_near(y1, ref1, 1e-4, 1e-4, "batch 1");
+  expect_near(y3, ref3, 1e-4, 1e-4, "batch 3");
+}
+
+// The implementation picked by timing is one of oneDNN's and computes the same convolution as
+// the fixed choice, within float32 rounding of a different summation order.
+TEST(CpuInferenceConv, TimedChoiceIsValidAndAgrees) {
+  auto backend = cpu_backend();
+  uint32_t seed = 900;
+  for (const Case& c : kCases) {
+    const Conv2dDesc fixed = inference_conv(c, true, true, false);
+    const Conv2dDesc timed = inference_conv(c, true, true, true);
+    SCOPED_TRACE(name(timed));
+    OpHarness fixed_h(*backend, fixed), timed_h(*backend, timed);
+    ASSERT_TRUE(fixed_h.ok() && timed_h.ok());
+    const std::string impl = timed_h.kernel().implementation();
+    EXPECT_TRUE(impl.find(" direct ") != std::string::npos ||
+                impl.find(" winograd ") != std::string::npos ||
+                impl.find(" auto ") != std::string::npos)
+        << impl;
+    EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;  // never oneDNN's reference loops
+    OpRun a = forward_run(fixed, seed += 10);
+    OpRun b = a;
+    fixed_h.run(a);
+    timed_h.run(b);
+    expect_near(b.outputs[0], a.outputs[0], 1e-5, 1e-5, "timed vs fixed");
+    expect_near(b.outputs[0], reference(timed, b), 1e-4, 1e-4, "timed vs reference");
+    // The same shape again is not timed again and gets the same implementation.
+    auto again = backend->compile(timed);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ((*again)->implementation(), impl);
+  }
+}
+
+TEST(CpuInferenceConv, FusedReluNeedsForwardOnly) {
+  auto backend = cpu_backend();
+  Conv2dDesc d = inference_conv(kCases[0], true, false, false);
+  d.training = true;
+  auto kernel = backend->compile(d);
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_NE(kernel.status().message().find("forward only"), std::string::npos)
+      << kernel.status().message();
+}
+
+TEST(CpuInferenceOps, PoolingAndDenseForwardOnly) {
+  auto backend = cpu_backend();
+  for (PoolKind kind : {PoolKind::max, PoolKind::avg}) {
+    Pool2dDesc d;
+    d.input = Shape{2, 7, 8, 5};
+    d.kind = kind;
+    d.stride_h = d.stride_w = 2;
+    d.padding = Padding::same;
+    d.training = false;
+    OpHarness h(*backend, d);
+    ASSERT_TRUE(h.ok());
+    EXPECT_EQ(h.kernel().saved_bytes(), 0u);  // no argmax kept for a backward
+    OpRun run;
+    run.inputs = {random_vec(d.input.numel(), 3)};
+    run.output_sizes = {size_t(d.output().numel())};
+    h.run(run);
+    expect_near(run.outputs[0], ref::pool2d_forward(d, run.inputs[0]), 1e-6, 1e-6, "pool y");
+  }
+  DenseDesc d{3, 37, 11, true, false};
+  d.training = false;
+  OpHarness h(*backend, d);
+  ASSERT_TRUE(h.ok());
+  OpRun run;
+  run.inputs = {random_vec(3 * 37, 4)};
+  run.params = {random_vec(37 * 11, 5), random_vec(11, 6)};
+  run.output_sizes = {33};
+  h.run(run);
+  expect_near(run.outputs[0],
+              ref::dense_forward(3, 37, 11, run.inputs[0], run.params[0], run.params[1]), 1e-5,
+              1e-5, "dense y");
+}
+
+}  // namespace
+}  // namespace ic

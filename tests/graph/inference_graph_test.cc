@@ -1,0 +1,143 @@
+// prepare_inference_graph on tiny Inception v3, Inception v4 and ResNet-50 (depth multiplier
+// 0.25, small images) with random weights and non-trivial moving statistics: every batch
+// norm folded, every ReLU fused, the aux head gone, and the logits those of the unfolded
+// evaluation graph within 1e-5 (relative to the logits' scale), at batch 1 and batch 4, with
+// fixed and with timed convolution implementations. The graphs of both batch sizes share one
+// upload of the values.
+#include "graph/inference_graph.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "inference_test_util.h"
+#include "models/model.h"
+
+namespace ic {
+namespace {
+
+using testing::count_ops;
+
+struct TinyNet {
+  const char* name;
+  int side;
+};
+
+ModelOptions tiny_options(const TinyNet& net, int64_t batch) {
+  ModelOptions o = default_model_options(net.name).value();
+  o.batch_size = batch;
+  o.height = o.width = net.side;
+  o.num_classes = 10;
+  o.depth_multiplier = 0.25f;
+  o.training = false;
+  o.build_losses = false;
+  o.aux_logits = true;  // as a checkpoint has it: the pass drops the head
+  return o;
+}
+
+int batch_norms(const Graph& g) {
+  return count_ops(g, "batch_norm") + count_ops(g, "batch_norm+relu");
+}
+
+class TinyNetworks : public ::testing::TestWithParam<TinyNet> {};
+
+TEST_P(TinyNetworks, FoldedGraphMatchesTheEvaluationGraph) {
+  const TinyNet net = GetParam();
+  auto backend = testing::test_cpu_backend();
+  ASSERT_NE(backend, nullptr);
+  const Graph one = build_model(tiny_options(net, 1)).value();
+  const ParamValues values = testing::random_param_values(one, 11);
+  const ParamSource source = testing::source_of(one, values);
+
+  // Batch 1 and 4 with the fixed implementations, batch 4 again with timed ones; all three
+  // graphs read one upload of the values.
+  const std::pair<int64_t, bool> runs[] = {{1, false}, {4, false}, {4, true}};
+  std::unique_ptr<DeviceParams> shared;
+  std::vector<std::string> param_names;
+  std::vector<std::unique_ptr<CompiledGraph>> graphs;  // all alive: they share converted weights
+  std::vector<std::vector<float>> inputs, outputs;
+  for (const auto& [batch, timed] : runs) {
+    InferenceGraphOptions options;
+    options.time_algorithms = timed;
+    SCOPED_TRACE(std::string(net.name) + " batch " + std::to_string(batch) +
+                 (timed ? " timed" : " fixed"));
+    const Graph graph = build_model(tiny_options(net, batch)).value();
+    auto inference = prepare_inference_graph(graph, source, options);
+    ASSERT_TRUE(inference.ok()) << inference.status().message();
+    const Graph& f = inference->graph;
+
+    // Node counts: no batch norm, dropout or ReLU node left, one conv+relu per batch norm
+    // with a ReLU on the logits' path, and the aux head gone.
+    EXPECT_EQ(batch_norms(f), 0);
+    EXPECT_EQ(count_ops(f, "relu") + count_ops(f, "dropout"), 0);
+    EXPECT_GT(inference->stats.folded_batch_norm, 0);
+    EXPECT_EQ(f.endpoint("AuxLogits"), kNone);
+    if (graph.endpoint("AuxLogits") != kNone) {
+      EXPECT_GT(inference->stats.removed_dead_nodes, 0);
+    }
+    int relu_batch_norms = 0, plain_batch_norms = 0;
+    {
+      // The same graph pruned but unfolded says how many of each the logits need.
+      InferenceGraphOptions unfolded = options;
+      unfolded.fold_batch_norm = false;
+      auto kept = prepare_inference_graph(graph, source, unfolded);
+      ASSERT_TRUE(kept.ok());
+      relu_batch_norms = count_ops(kept->graph, "batch_norm+relu");
+      plain_batch_norms = count_ops(kept->graph, "batch_norm");
+      EXPECT_EQ(kept->graph.nodes.size(),
+                f.nodes.size() + static_cast<size_t>(relu_batch_norms + plain_batch_norms));
+    }
+    EXPECT_EQ(inference->stats.folded_batch_norm, relu_batch_norms + plain_batch_norms);
+    EXPECT_EQ(inference->stats.fused_conv_relu, relu_batch_norms);
+    EXPECT_EQ(count_ops(f, "conv2d+relu"), relu_batch_norms);
+    if (batch == 1) {
+      std::printf("%s: %zu nodes -> %zu (%d batch norms folded, %d ReLUs fused, %d dead)\n",
+                  net.name, graph.nodes.size(), f.nodes.size(), inference->stats.folded_batch_norm,
+                  inference->stats.fused_conv_relu, inference->stats.removed_dead_nodes);
+    }
+
+    // One upload serves every batch size: same parameters, same values.
+    std::vector<std::string> names;
+    for (const ParamInfo& p : f.params) names.push_back(p.name);
+    if (!shared) {
+      auto uploaded = upload_params(*backend, *inference);
+      ASSERT_TRUE(uploaded.ok()) << uploaded.status().message();
+      shared = std::make_unique<DeviceParams>(std::move(uploaded).value());
+      param_names = names;
+    }
+    EXPECT_EQ(names, param_names);
+
+    auto compiled = CompiledGraph::compile(f, *backend, shared->layout, shared->binding());
+    ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+    const std::vector<float> images = testing::random_images(graph, 20 + batch);
+    backend->upload((*compiled)->images(), images.data(), images.size() * sizeof(float));
+    (*compiled)->forward({});
+    const auto count = static_cast<size_t>(batch * 10);
+    std::vector<float> folded(count);
+    backend->download(folded.data(), (*compiled)->logits(), count * sizeof(float));
+
+    const std::vector<float> unfolded = testing::run_graph(*backend, graph, values, images);
+    const double worst = testing::expect_relative(folded, unfolded, 1e-5, "logits");
+    std::printf("%s batch %lld %s: worst |folded - unfolded| / max|logit| = %.2e\n", net.name,
+                static_cast<long long>(batch), timed ? "timed" : "fixed", worst);
+    graphs.push_back(std::move(compiled).value());
+    inputs.push_back(images);
+    outputs.push_back(folded);
+  }
+  // Each graph again, after the others' first runs: the same logits.
+  for (size_t k = 0; k < graphs.size(); ++k) {
+    backend->upload(graphs[k]->images(), inputs[k].data(), inputs[k].size() * sizeof(float));
+    graphs[k]->forward({});
+    std::vector<float> again(outputs[k].size());
+    backend->download(again.data(), graphs[k]->logits(), again.size() * sizeof(float));
+    EXPECT_EQ(again, outputs[k]) << net.name << " graph " << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TinyNetworks,
+                         ::testing::Values(TinyNet{"inception_v3", 75}, TinyNet{"inception_v4", 75},
+                                           TinyNet{"resnet50", 64}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace ic
