@@ -12,8 +12,8 @@
 #include "infer/npy.h"
 #include "infer/top_classes.h"
 #include "io/file_system.h"
-#include "runtime/evaluator.h"
 #include "runtime/inference_model.h"
+#include "runtime/inference_runner.h"
 
 namespace ic {
 namespace {
@@ -116,14 +116,11 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   }
   const int64_t count = static_cast<int64_t>(names.size());
 
-  IC_ASSIGN_OR_RETURN(Graph graph, build_inference_graph(model, count));
-  IC_ASSIGN_OR_RETURN(std::unique_ptr<ModelVariables> variables,
-                      upload_for_inference(backend, model, graph));
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<InferenceRunner> runner,
+                      InferenceRunner::create(backend, model, {count}));
   result.global_step = model.global_step;
-  IC_ASSIGN_OR_RETURN(std::unique_ptr<Evaluator> evaluator,
-                      Evaluator::create(*variables, graph, 0.f));
-  evaluator->run_batch(images.data(), nullptr);
-  result.logits = evaluator->logits();
+  result.logits.resize(static_cast<size_t>(count * meta.num_classes));
+  runner->run(count, images.data(), result.logits.data());
   const int64_t classes = meta.num_classes;
   result.logits_shape = {count, classes};
 

@@ -13,9 +13,8 @@ std::vector<int64_t> batch_buckets(int64_t max_batch_size) {
 }
 
 ServedModel::~ServedModel() {
-  // The evaluators read the state's arenas and run on the backend: they go first.
-  buckets_.clear();
-  state_.reset();
+  // The compiled graphs run on the backend: they go first.
+  runner_.reset();
 }
 
 Result<std::unique_ptr<ServedModel>> ServedModel::load(const BackendOptions& backend_options,
@@ -32,35 +31,26 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const BackendOptions& bac
   // A backend of its own: a model loaded in the background never shares one with the model
   // that is answering meanwhile.
   IC_ASSIGN_OR_RETURN(model->backend_, make_backend(backend_options));
-  const std::vector<int64_t> sizes = batch_buckets(max_batch_size);
-  for (int64_t size : sizes) {
-    Bucket bucket;
-    bucket.size = size;
-    IC_ASSIGN_OR_RETURN(bucket.graph, build_inference_graph(trained, size));
-    // One copy of the values (EMA shadows where the checkpoint has them) for every bucket.
-    if (!model->state_) {
-      IC_ASSIGN_OR_RETURN(model->state_,
-                          upload_for_inference(*model->backend_, trained, bucket.graph));
-    }
-    IC_ASSIGN_OR_RETURN(bucket.evaluator, Evaluator::create(*model->state_, bucket.graph, 0.f));
-    bucket.input.assign(static_cast<size_t>(size * model->image_floats()), 0.f);
-    model->buckets_.push_back(std::move(bucket));
-  }
+  model->buckets_ = batch_buckets(max_batch_size);
+  IC_ASSIGN_OR_RETURN(model->runner_,
+                      InferenceRunner::create(*model->backend_, trained, model->buckets_));
+  model->input_.assign(static_cast<size_t>(max_batch_size * model->image_floats()), 0.f);
+  model->padded_logits_.assign(static_cast<size_t>(max_batch_size * model->num_classes()), 0.f);
   return model;
 }
 
 void ServedModel::run(const float* const* images, int64_t count, float* logits) {
-  auto bucket = std::find_if(buckets_.begin(), buckets_.end(),
-                             [&](const Bucket& b) { return b.size >= count; });
+  const int64_t bucket =
+      *std::find_if(buckets_.begin(), buckets_.end(), [&](int64_t size) { return size >= count; });
   const size_t floats = static_cast<size_t>(image_floats());
   for (int64_t i = 0; i < count; ++i) {
-    std::memcpy(bucket->input.data() + i * floats, images[i], floats * sizeof(float));
+    std::memcpy(input_.data() + i * floats, images[i], floats * sizeof(float));
   }
-  // Rows count..size-1 are padding: whatever an earlier batch left there is computed and
-  // ignored (inference rows are independent).
-  bucket->evaluator->run_batch(bucket->input.data(), nullptr);
-  const std::vector<float>& out = bucket->evaluator->logits();
-  std::memcpy(logits, out.data(), static_cast<size_t>(count * num_classes()) * sizeof(float));
+  // Rows count..bucket-1 are padding: whatever an earlier batch left there is computed and
+  // ignored (inference rows are independent). Only the first `count` rows' logits are kept.
+  runner_->run(bucket, input_.data(), padded_logits_.data());
+  std::memcpy(logits, padded_logits_.data(),
+              static_cast<size_t>(count * num_classes()) * sizeof(float));
 }
 
 }  // namespace ic

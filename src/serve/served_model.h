@@ -1,5 +1,5 @@
-// One loaded checkpoint, ready to answer: its own backend, the parameters in the backend's eval
-// arenas, and one compiled inference graph per batch-size bucket (1, 2, 4, ..., max), so a batch
+// One loaded checkpoint, ready to answer: its own backend, the model's values uploaded once, and
+// one compiled inference graph per batch-size bucket (1, 2, 4, ..., max), so a batch
 // of any size up to the maximum runs on a graph compiled at load time with its memory planned:
 // nothing is allocated per request. A batch is padded up to its bucket.
 #pragma once
@@ -12,8 +12,8 @@
 #include "backend/backend.h"
 #include "core/status.h"
 #include "graph/graph.h"
-#include "runtime/evaluator.h"
 #include "runtime/inference_model.h"
+#include "runtime/inference_runner.h"
 
 namespace ic {
 
@@ -39,25 +39,21 @@ class ServedModel {
   const CheckpointMeta& meta() const { return meta_; }
   int64_t image_floats() const { return int64_t{meta_.height} * meta_.width * 3; }
   int64_t num_classes() const { return meta_.num_classes; }
-  int64_t max_batch_size() const { return buckets_.back().size; }
+  int64_t max_batch_size() const { return buckets_.back(); }
 
   // Runs `count` (1..max_batch_size) images, preprocessed [count, H, W, 3] in `images`, and
   // writes their logits [count, num_classes] to `logits`. One caller at a time.
   void run(const float* const* images, int64_t count, float* logits);
 
  private:
-  struct Bucket {
-    int64_t size = 0;
-    Graph graph;
-    std::unique_ptr<Evaluator> evaluator;
-    std::vector<float> input;  // [size, H, W, 3], padding rows stay zero
-  };
   std::string checkpoint_;
   int64_t version_ = 0;
   CheckpointMeta meta_;
   std::unique_ptr<Backend> backend_;
-  std::unique_ptr<ModelVariables> state_;
-  std::vector<Bucket> buckets_;
+  std::unique_ptr<InferenceRunner> runner_;  // one compiled graph per bucket
+  std::vector<int64_t> buckets_;
+  std::vector<float> input_;          // [max_batch_size, H, W, 3]: a batch padded up to its bucket
+  std::vector<float> padded_logits_;  // [max_batch_size, num_classes]
 };
 
 // 1, 2, 4, ... up to and including max_batch_size (which need not be a power of two).
