@@ -124,7 +124,7 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   IC_ASSIGN_OR_RETURN(ModelOptions m, inference_model_options(meta, count));
   IC_ASSIGN_OR_RETURN(Graph graph, build_model(m));
   IC_ASSIGN_OR_RETURN(std::unique_ptr<ModelState> state,
-                      ModelState::create(backend, graph, OptimizerKind::sgd, false, false));
+                      ModelState::create(backend, graph, nullptr, false, false));
   IC_RETURN_IF_ERROR(state->restore_for_eval(file, /*use_ema=*/true, result.checkpoint));
   result.global_step = state->global_step;
   IC_ASSIGN_OR_RETURN(std::unique_ptr<Evaluator> evaluator, Evaluator::create(*state, graph, 0.f));

@@ -38,8 +38,8 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const BackendOptions& bac
     bucket.size = size;
     IC_ASSIGN_OR_RETURN(bucket.graph, build_inference_graph(trained, size));
     if (!model->state_) {
-      IC_ASSIGN_OR_RETURN(model->state_, ModelState::create(*model->backend_, bucket.graph,
-                                                            OptimizerKind::sgd, false, false));
+      IC_ASSIGN_OR_RETURN(
+          model->state_, ModelState::create(*model->backend_, bucket.graph, nullptr, false, false));
       // The values load_trained_model picked (EMA shadows for weights) go straight into the
       // eval arenas.
       ModelState& state = *model->state_;

@@ -4,6 +4,15 @@
 
 namespace ic {
 
+const std::vector<ChoiceName<const Optimizer*>>& optimizer_choice_names() {
+  static const std::vector<ChoiceName<const Optimizer*>> names = [] {
+    std::vector<ChoiceName<const Optimizer*>> out;
+    for (const Optimizer& o : optimizer_table()) out.push_back({&o, o.name});
+    return out;
+  }();
+  return names;
+}
+
 std::optional<DeviceChoice> parse_device(std::string_view text) {
   if (text.empty()) return DeviceChoice{};
   if (text == "cpu") return DeviceChoice{DeviceChoice::Kind::cpu, std::nullopt};

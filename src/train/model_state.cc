@@ -84,8 +84,9 @@ Status check_compatible(const CheckpointMeta& saved, const CheckpointMeta& run,
 }
 
 Result<std::unique_ptr<ModelState>> ModelState::create(Backend& backend, const Graph& graph,
-                                                       OptimizerKind optimizer, bool training,
+                                                       const Optimizer* optimizer, bool training,
                                                        bool moving_average) {
+  if (training && optimizer == nullptr) return error("a training model state needs an optimizer");
   std::unique_ptr<ModelState> s(new ModelState(backend));
   s->params_ = graph.params;
   s->layout_ = ParamLayout::plan(graph);
@@ -97,11 +98,9 @@ Result<std::unique_ptr<ModelState>> ModelState::create(Backend& backend, const G
   IC_ASSIGN_OR_RETURN(s->state_, allocate_floats(backend, state));
   if (training) {
     IC_ASSIGN_OR_RETURN(s->grads_, allocate_floats(backend, trainable));
-    if (optimizer != OptimizerKind::sgd) {
-      IC_ASSIGN_OR_RETURN(s->slot1_, allocate_floats(backend, trainable));
-    }
-    if (optimizer == OptimizerKind::rmsprop) {
-      IC_ASSIGN_OR_RETURN(s->slot2_, allocate_floats(backend, trainable));
+    for (size_t k = 0; k < optimizer->slots.size(); ++k) {
+      IC_ASSIGN_OR_RETURN(DeviceBuffer slot, allocate_floats(backend, trainable));
+      s->slots_.push_back(std::move(slot));
     }
   }
   if (moving_average) {
@@ -120,12 +119,8 @@ std::vector<ModelState::Slice> ModelState::slices() const {
     if (moving_average_) {
       out.push_back({p.name + "/ExponentialMovingAverage", i, t ? ema_weights() : ema_state(), t});
     }
-    if (training_ && t && optimizer_ == OptimizerKind::rmsprop) {
-      out.push_back({p.name + "/RMSProp", i, slot1(), true});
-      out.push_back({p.name + "/RMSProp_1", i, slot2(), true});
-    }
-    if (training_ && t && optimizer_ == OptimizerKind::momentum) {
-      out.push_back({p.name + "/Momentum", i, slot1(), true});
+    for (size_t k = 0; t && k < slots_.size(); ++k) {
+      out.push_back({p.name + "/" + optimizer_->slots[k].suffix, i, slot(k), true});
     }
   }
   return out;
@@ -144,12 +139,8 @@ Status ModelState::initialize(uint64_t seed) {
     backend_.upload(ema_weights(), trainable.data(), tbytes);
     backend_.upload(ema_state(), state.data(), sbytes);
   }
-  if (training_ && optimizer_ == OptimizerKind::rmsprop) {
-    backend_.fill(slot1(), 1.f, trainable.size());
-    backend_.fill(slot2(), 0.f, trainable.size());
-  }
-  if (training_ && optimizer_ == OptimizerKind::momentum) {
-    backend_.fill(slot1(), 0.f, trainable.size());
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    backend_.fill(slot(k), optimizer_->slots[k].initial_value, trainable.size());
   }
   backend_.synchronize();
   global_step = 0;

@@ -3,8 +3,8 @@
 // plus the global step. Converts to and from a checkpoint with TF-slim names:
 //   <var>                              weights and moving statistics
 //   <var>/ExponentialMovingAverage     EMA shadows (weights and moving statistics)
-//   <var>/RMSProp, <var>/RMSProp_1     RMSProp mean square and momentum
-//   <var>/Momentum                     momentum accumulator
+//   <var>/<slot>                       the optimizer's slots, named by its table entry
+//                                      (train/optimizer.cc): <var>/RMSProp, <var>/Momentum, ...
 //   global_step                        int64 scalar
 #pragma once
 
@@ -19,7 +19,7 @@
 #include "graph/graph.h"
 #include "graph/param_layout.h"
 #include "io/checkpoint_contents.h"
-#include "models/model_spec.h"
+#include "train/optimizer.h"
 
 namespace ic {
 
@@ -49,13 +49,14 @@ Status check_compatible(const CheckpointMeta& saved, const CheckpointMeta& run,
 
 class ModelState {
  public:
-  // training: gradients and the optimizer's slots are allocated; moving_average: EMA shadows.
+  // training: gradients and the slots of `optimizer` (an optimizer table entry; may be null
+  // when not training) are allocated; moving_average: EMA shadows.
   static Result<std::unique_ptr<ModelState>> create(Backend& backend, const Graph& graph,
-                                                    OptimizerKind optimizer, bool training,
+                                                    const Optimizer* optimizer, bool training,
                                                     bool moving_average);
 
   // Fresh start: weights from their initialisers (seeded), moving mean 0 / variance 1,
-  // RMSProp mean square 1 (TF1's RMSPropOptimizer initialises it to ones), other slots 0,
+  // optimizer slots at their entry's initial values (RMSProp's mean square at 1, as TF1's),
   // EMA shadows equal to the values (TF creates a shadow with its variable's initial value).
   Status initialize(uint64_t seed);
 
@@ -86,13 +87,14 @@ class ModelState {
   Backend& backend() const { return backend_; }
   const ParamLayout& layout() const { return layout_; }
   const std::vector<ParamInfo>& params() const { return params_; }
-  OptimizerKind optimizer() const { return optimizer_; }
+  const Optimizer* optimizer() const { return optimizer_; }
   bool has_ema() const { return moving_average_; }
 
   float* weights() const { return weights_.as<float>(); }
   float* grads() const { return grads_.as<float>(); }
-  float* slot1() const { return slot1_.as<float>(); }
-  float* slot2() const { return slot2_.as<float>(); }
+  // The optimizer's slot arenas, in its entry's order (none unless training).
+  size_t slot_count() const { return slots_.size(); }
+  float* slot(size_t k) const { return slots_[k].as<float>(); }
   float* ema_weights() const { return ema_weights_.as<float>(); }
   float* state() const { return state_.as<float>(); }
   float* ema_state() const { return ema_state_.as<float>(); }
@@ -113,9 +115,10 @@ class ModelState {
   Backend& backend_;
   std::vector<ParamInfo> params_;
   ParamLayout layout_;
-  OptimizerKind optimizer_ = OptimizerKind::rmsprop;
+  const Optimizer* optimizer_ = nullptr;
   bool training_ = false, moving_average_ = false;
-  DeviceBuffer weights_, grads_, slot1_, slot2_, ema_weights_, state_, ema_state_;
+  DeviceBuffer weights_, grads_, ema_weights_, state_, ema_state_;
+  std::vector<DeviceBuffer> slots_;
   std::vector<std::vector<float>> host_copies_;
   int64_t host_step_ = 0;
 };
