@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -18,6 +19,7 @@
 #include "backend/backend.h"
 #include "models/model_spec.h"
 #include "train/choices.h"
+#include "train/model_state.h"
 
 namespace ic {
 namespace {
@@ -399,6 +401,40 @@ TEST(OptimizerTable, IsTheOptimizerFlagsChoices) {
   EXPECT_EQ(flag_names, table_names);
   EXPECT_EQ(parse_choice<const Optimizer*>("adamw"), find_optimizer("adamw"));
   EXPECT_STREQ(choice_name(find_optimizer("lars")), "lars");
+}
+
+// A training model state holds the entry's slots, under <var>/<suffix>, at their initial values.
+TEST(OptimizerTable, ModelStateKeepsTheEntrysSlots) {
+  Graph graph;
+  ParamInfo kernel;
+  kernel.name = "Net/Conv/weights";
+  kernel.shape = Shape{2, 3};
+  kernel.weight_decay = true;
+  graph.params.push_back(kernel);
+  auto backend = cpu();
+  for (const Optimizer& o : optimizer_table()) {
+    SCOPED_TRACE(o.name);
+    auto state = ModelState::create(*backend, graph, &o, true, false);
+    ASSERT_TRUE(state.ok()) << state.status().message();
+    ASSERT_TRUE((*state)->initialize(1).ok());
+    ASSERT_EQ((*state)->slot_count(), o.slots.size());
+    std::vector<std::string> names;
+    for (const TensorView& t : (*state)->checkpoint_tensors()) {
+      names.push_back(t.name);
+      for (const OptimizerSlot& slot : o.slots) {
+        if (t.name != kernel.name + "/" + slot.suffix) continue;
+        const float* v = static_cast<const float*>(t.data);
+        for (int i = 0; i < 6; ++i) EXPECT_EQ(v[i], slot.initial_value) << t.name;
+      }
+    }
+    EXPECT_EQ(names.size(), 2 + o.slots.size());  // the kernel, its slots, global_step
+    for (const OptimizerSlot& slot : o.slots) {
+      EXPECT_NE(std::find(names.begin(), names.end(), kernel.name + "/" + slot.suffix),
+                names.end());
+    }
+  }
+  EXPECT_FALSE(ModelState::create(*backend, graph, nullptr, true, false).ok());
+  EXPECT_TRUE(ModelState::create(*backend, graph, nullptr, false, false).ok());
 }
 
 TEST(OptimizerTable, EveryModelNamesAnEntry) {
