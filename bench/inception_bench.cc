@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   auto backend = ic::make_backend(backend_options);
   if (!backend.ok()) return fail(backend.status());
   const bool training = a.mode == "train";
-  auto state = ic::ModelState::create(**backend, *graph, ic::OptimizerKind::rmsprop, training,
+  auto state = ic::ModelState::create(**backend, *graph, ic::find_optimizer("RMS"), training,
                                       /*moving_average=*/training);
   if (!state.ok()) return fail(state.status());
   if (ic::Status s = (*state)->initialize(0); !s.ok()) return fail(s);

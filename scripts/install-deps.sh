@@ -9,6 +9,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv
+  python3-torch python3-numpy  # tests/interop: torch.optim.AdamW and NumPy check the optimizers
   dataset-fashion-mnist
   clang libclang-rt-14-dev  # fuzz/: clang and libFuzzer's runtime (with ASan and UBSan)
   libonnx-dev                # export: ONNX's protobuf messages and its model checker
@@ -18,7 +19,7 @@ packages=(
   wrk chromium               # serve: the load benchmark and the browser test of its web page
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-torchvision python3-pil python3-numpy linux-perf)
+  packages+=(python3-torchvision python3-pil linux-perf)
 fi
 export DEBIAN_FRONTEND=noninteractive
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then

@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   options->compute = a.precision == "bfloat16" ? DType::bf16 : DType::f32;
   auto graph = build_model(*options);
   if (!graph.ok()) return fail("build_model", graph.status());
-  auto state = ModelState::create(be, *graph, OptimizerKind::rmsprop, true, true);
+  auto state = ModelState::create(be, *graph, find_optimizer("RMS"), true, true);
   if (!state.ok()) return fail("model state", state.status());
   if (Status s = (*state)->initialize(1); !s.ok()) return fail("initialize", s);
   const auto t_compile = std::chrono::steady_clock::now();
@@ -113,12 +113,18 @@ int main(int argc, char** argv) {
 
   ModelState& st = **state;
   const ParamLayout& layout = st.layout();
-  const OptimizerArgs opt{st.weights(),
-                          st.grads(),
-                          st.slot1(),
-                          st.slot2(),
-                          layout.trainable_count,
-                          0.165f * a.batch / 256.f};
+  const Optimizer& rmsprop = *st.optimizer();
+  const std::vector<UpdateRange> arena =
+      describe_update_ranges(layout, st.params(), {{size_t{0}, layout.trainable_count}});
+  OptimizerStep opt;
+  opt.weights = st.weights();
+  opt.grads = st.grads();
+  for (size_t k = 0; k < st.slot_count(); ++k) opt.slots[k] = st.slot(k);
+  opt.count = layout.trainable_count;
+  opt.decayed = layout.decayed_count;
+  opt.variables = arena[0].variables;
+  opt.learning_rate = 0.165f * a.batch / 256.f;
+  opt.weight_decay = 4e-5f;  // d(4e-5 Σw²/2)/dw joins the gradient (RMS's decay is coupled)
   bool captured = false;
   auto step = [&](int64_t i) -> Status {
     const StepContext ctx{static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull, i};
@@ -128,8 +134,8 @@ int main(int argc, char** argv) {
       (*compiled)->forward(ctx);
       (*compiled)->backward(ctx);
     }
-    be.axpy(4e-5f, st.weights(), st.grads(), layout.decayed_count);  // d(4e-5 Σw²/2)/dw
-    be.rmsprop_update(opt, 0.9f, 0.9f, 1.0f);
+    opt.step = i + 1;
+    rmsprop.apply(be, opt);
     be.ema_update(st.ema_weights(), st.weights(), layout.trainable_count, 0.995f);
     return be.status();
   };

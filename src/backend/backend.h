@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -84,14 +85,19 @@ class OpKernel {
   virtual void backward(const StepContext& ctx) = 0;
 };
 
-// One optimizer step over a flat range of float32 parameters (the whole arena at once).
-struct OptimizerArgs {
-  float* params = nullptr;
-  const float* grads = nullptr;
-  float* slot1 = nullptr;  // RMSProp: mean square ("RMSProp"); momentum: accumulator
-  float* slot2 = nullptr;  // RMSProp: momentum ("RMSProp_1")
+// A range of an arena, in elements: one variable of the trainable arena, say.
+struct FlatRange {
+  size_t offset = 0;
   size_t count = 0;
-  float learning_rate = 0.f;
+};
+
+// The denominator of scale_add_over_root: sqrt(z + inner_epsilon) / divisor + outer_epsilon.
+// RMSProp takes its epsilon inside the root (inner_epsilon = epsilon, divisor 1, outer 0);
+// Adam outside, after its bias correction (inner 0, divisor sqrt(1 - beta2^t), outer epsilon).
+struct RootDenominator {
+  float inner_epsilon = 0.f;
+  float divisor = 1.f;
+  float outer_epsilon = 0.f;
 };
 
 class Backend {
@@ -119,13 +125,23 @@ class Backend {
   virtual void add_inplace(float* y, const float* x, size_t count) = 0;       // y += x
   virtual void axpy(float a, const float* x, float* y, size_t count) = 0;     // y += a*x
   virtual void sum_squares(const float* x, size_t count, float* result) = 0;  // *result = Σx²
-  // ms = decay*ms + (1-decay)*g²; mom = momentum*mom + lr*g/sqrt(ms+eps); p -= mom
-  virtual void rmsprop_update(const OptimizerArgs& args, float decay, float momentum,
-                              float epsilon) = 0;
-  // accum = momentum*accum + g; p -= lr*accum
-  virtual void momentum_update(const OptimizerArgs& args, float momentum) = 0;
-  // p -= lr*g
-  virtual void sgd_update(const OptimizerArgs& args) = 0;
+  // The optimizers' arithmetic (train/optimizer.cc writes every update with these, so a new
+  // optimizer needs no new kernel). Elementwise over `count` floats: one variable or a whole
+  // arena. The CPU computes each in float32 exactly as written, left to right, so an update
+  // composed of them is bit for bit the same as the same formula in one loop; the GPU may fuse
+  // a multiply and an add (nvcc's default), within an ulp or so of the CPU.
+  // y = a*y + b*x (momentum accumulators, Adam's first moment, p -= lr*accum)
+  virtual void scale_add(float* y, float a, float b, const float* x, size_t count) = 0;
+  // y = a*y + b*x*x (RMSProp's mean square, Adam's second moment)
+  virtual void scale_add_square(float* y, float a, float b, const float* x, size_t count) = 0;
+  // y = a*y + b*x / (sqrt(z + d.inner_epsilon) / d.divisor + d.outer_epsilon)
+  // (RMSProp's momentum, Adam's step)
+  virtual void scale_add_over_root(float* y, float a, float b, const float* x, const float* z,
+                                   const RootDenominator& d, size_t count) = 0;
+  // host_sums[r] = Σ x² over ranges[r] of x (per-variable norms: LARS's trust ratio), each
+  // accumulated in double in a fixed order. Synchronises: the sums are on the host on return.
+  virtual void sum_squares_per_range(const float* x, std::span<const FlatRange> ranges,
+                                     double* host_sums) = 0;
   // shadow -= (1-decay)*(shadow - value)
   virtual void ema_update(float* shadow, const float* value, size_t count, float decay) = 0;
 

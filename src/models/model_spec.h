@@ -18,9 +18,6 @@ namespace models {
 struct NetworkOutputs;  // slim_layers.h
 }
 
-// The optimizer a model trains with (the reference's --optimizer: sgd, momentum, RMS).
-enum class OptimizerKind { sgd, momentum, rmsprop };
-
 // Which reference application's learning-rate formula a model trains with (train/lr_schedule.h).
 enum class LrScheduleKind {
   inception_v3,  // exponential decay every N epochs, optional cold + linear warmup
@@ -30,7 +27,9 @@ enum class LrScheduleKind {
 
 // The reference program's training recipe for the model: the defaults of its flags.
 struct ModelRecipe {
-  OptimizerKind optimizer = OptimizerKind::rmsprop;
+  // The optimizer, by its --optimizer name in the trainers' optimizer table
+  // (train/optimizer.cc): "sgd", "momentum", "RMS" (RMSProp), ...
+  const char* optimizer = "RMS";
   bool nesterov = false;         // momentum with Nesterov's update
   double learning_rate = 0.165;  // per 256 images, scaled by the global batch
   int train_batch_size = 1024;

@@ -99,7 +99,7 @@ const ModelSpec& resnet50_spec() {
     s.network.batch_norm_decay = 0.9f;  // torchvision momentum 0.1
     s.network.batch_norm_epsilon = 1e-5f;
     s.network.label_smoothing = 0.f;
-    s.recipe.optimizer = OptimizerKind::momentum;
+    s.recipe.optimizer = "momentum";
     s.recipe.nesterov = true;  // MomentumOptimizer(use_nesterov=True)
     s.recipe.learning_rate = 0.1;
     s.recipe.train_batch_size = 1024;

@@ -5,12 +5,16 @@
 #pragma once
 
 #include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli/choices.h"
 #include "cli/device.h"
 #include "data/preprocessing.h"
 #include "io/checkpoint_dir.h"
-#include "models/model_spec.h"
+#include "train/optimizer.h"
 
 namespace ic {
 
@@ -18,8 +22,8 @@ enum class Mode { train, eval, train_and_eval, summary };
 enum class UseData { real, fake };
 enum class Precision { float32, bfloat16 };
 using Preprocessing = PreprocessOptions::Kind;
-// OptimizerKind (models/model_spec.h: it is part of a model's recipe) and CheckpointFormat
-// (io/checkpoint_dir.h) are choices too.
+// CheckpointFormat (io/checkpoint_dir.h) is a choice too, and so is the optimizer: an entry of
+// the optimizer table (train/optimizer.h), held as a pointer into it.
 
 template <>
 struct Choices<Mode> {
@@ -39,13 +43,16 @@ struct Choices<Precision> {
   static constexpr std::array<ChoiceName<Precision>, 2> names = {
       {{Precision::float32, "float32"}, {Precision::bfloat16, "bfloat16"}}};
 };
+// The optimizer table's entries under their flag names (the reference's sgd, momentum, RMS;
+// then ours), in the table's order.
+const std::vector<ChoiceName<const Optimizer*>>& optimizer_choice_names();
 template <>
-struct Choices<OptimizerKind> {
-  // The reference's spellings (inception_v3.py's --optimizer).
-  static constexpr std::array<ChoiceName<OptimizerKind>, 3> names = {
-      {{OptimizerKind::sgd, "sgd"},
-       {OptimizerKind::momentum, "momentum"},
-       {OptimizerKind::rmsprop, "RMS"}}};
+struct Choices<const Optimizer*> {
+  struct Names {
+    auto begin() const { return optimizer_choice_names().begin(); }
+    auto end() const { return optimizer_choice_names().end(); }
+  };
+  static constexpr Names names{};
 };
 template <>
 struct Choices<Preprocessing> {

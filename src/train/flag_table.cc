@@ -47,7 +47,8 @@ std::vector<Flag> make_trainer_flags() {
       choice("use_data", &O::use_data, "real (TFRecords in --data_dir) or fake (random images)"),
       number("learning_rate", &O::learning_rate, above(0),
              "Learning rate per 256 images (scaled by the batch)"),
-      choice("optimizer", &O::optimizer, "The optimizer (RMS is RMSProp)"),
+      choice("optimizer", &O::optimizer,
+             "The optimizer (RMS is RMSProp; train/optimizer.cc has each one's update)"),
       number("num_classes", &O::num_classes, at_least(2),
              "Number of classes (class 0 = background)"),
       number("width", &O::width, at_least(1), "Input image width"),
@@ -160,7 +161,10 @@ Result<RunOptions> default_run_options(const std::string& model) {
   const ModelRecipe& r = spec->recipe;
   RunOptions o;
   o.model = model;
-  o.optimizer = r.optimizer;
+  o.optimizer = find_optimizer(r.optimizer);
+  if (o.optimizer == nullptr) {
+    return error(model, "'s registry entry names an optimizer the table lacks: ", r.optimizer);
+  }
   o.learning_rate = r.learning_rate;
   o.train_batch_size = r.train_batch_size;
   o.train_steps = r.train_steps;

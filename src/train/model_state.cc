@@ -3,20 +3,19 @@
 namespace ic {
 
 Result<std::unique_ptr<ModelState>> ModelState::create(Backend& backend, const Graph& graph,
-                                                       OptimizerKind optimizer, bool training,
+                                                       const Optimizer* optimizer, bool training,
                                                        bool moving_average) {
+  if (training && optimizer == nullptr) return error("a training model state needs an optimizer");
   std::unique_ptr<ModelState> s(new ModelState(backend));
   IC_RETURN_IF_ERROR(s->allocate(graph, moving_average));
   s->optimizer_ = optimizer;
   s->training_ = training;
-  const size_t trainable = s->layout_.trainable_count;
   if (training) {
+    const size_t trainable = s->layout_.trainable_count;
     IC_ASSIGN_OR_RETURN(s->grads_, s->allocate_floats(trainable));
-    if (optimizer != OptimizerKind::sgd) {
-      IC_ASSIGN_OR_RETURN(s->slot1_, s->allocate_floats(trainable));
-    }
-    if (optimizer == OptimizerKind::rmsprop) {
-      IC_ASSIGN_OR_RETURN(s->slot2_, s->allocate_floats(trainable));
+    for (size_t k = 0; k < optimizer->slots.size(); ++k) {
+      IC_ASSIGN_OR_RETURN(DeviceBuffer slot, s->allocate_floats(trainable));
+      s->slots_.push_back(std::move(slot));
     }
   }
   return s;
@@ -25,25 +24,15 @@ Result<std::unique_ptr<ModelState>> ModelState::create(Backend& backend, const G
 void ModelState::add_slices(size_t i, std::vector<Slice>* out) const {
   ModelVariables::add_slices(i, out);
   const ParamInfo& p = params_[i];
-  if (!training_ || !p.trainable) return;
-  if (optimizer_ == OptimizerKind::rmsprop) {
-    out->push_back({p.name + "/RMSProp", i, slot1(), true});
-    out->push_back({p.name + "/RMSProp_1", i, slot2(), true});
-  }
-  if (optimizer_ == OptimizerKind::momentum) {
-    out->push_back({p.name + "/Momentum", i, slot1(), true});
+  for (size_t k = 0; p.trainable && k < slots_.size(); ++k) {
+    out->push_back({p.name + "/" + optimizer_->slots[k].suffix, i, slot(k), true});
   }
 }
 
 Status ModelState::initialize(uint64_t seed) {
   IC_RETURN_IF_ERROR(ModelVariables::initialize(seed));
-  const size_t count = layout_.trainable_count;
-  if (training_ && optimizer_ == OptimizerKind::rmsprop) {
-    backend_.fill(slot1(), 1.f, count);
-    backend_.fill(slot2(), 0.f, count);
-  }
-  if (training_ && optimizer_ == OptimizerKind::momentum) {
-    backend_.fill(slot1(), 0.f, count);
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    backend_.fill(slot(k), optimizer_->slots[k].initial_value, layout_.trainable_count);
   }
   backend_.synchronize();
   return Status();

@@ -1,29 +1,29 @@
 // What a training run keeps between steps: the model's variables (runtime/model_variables.h:
 // weights, moving statistics, their EMA shadows, the global step) plus the gradients and the
 // optimizer's slots, in flat device arenas of one ParamLayout. Converts to and from a
-// checkpoint with TF-slim names; the slots are
-//   <var>/RMSProp, <var>/RMSProp_1     RMSProp mean square and momentum
-//   <var>/Momentum                     momentum accumulator
+// checkpoint with TF-slim names; the slots are <var>/<slot>, named by the optimizer's table
+// entry (train/optimizer.cc): <var>/RMSProp, <var>/RMSProp_1, <var>/Momentum, <var>/Adam, ...
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "models/model_spec.h"
 #include "runtime/model_variables.h"
+#include "train/optimizer.h"
 
 namespace ic {
 
 class ModelState : public ModelVariables {
  public:
-  // training: gradients and the optimizer's slots are allocated; moving_average: EMA shadows.
+  // training: gradients and the slots of `optimizer` (an optimizer table entry; may be null
+  // when not training) are allocated; moving_average: EMA shadows.
   static Result<std::unique_ptr<ModelState>> create(Backend& backend, const Graph& graph,
-                                                    OptimizerKind optimizer, bool training,
+                                                    const Optimizer* optimizer, bool training,
                                                     bool moving_average);
 
-  // Fresh start: the variables' fresh values (ModelVariables::initialize), RMSProp mean square
-  // 1 (TF1's RMSPropOptimizer initialises it to ones), other slots 0.
+  // Fresh start: the variables' fresh values (ModelVariables::initialize), optimizer slots at
+  // their entry's initial values (RMSProp's mean square at 1, as TF1's).
   Status initialize(uint64_t seed) override;
 
   // Resumes training: every tensor of the layout must be present with its shape. Optimizer
@@ -41,11 +41,12 @@ class ModelState : public ModelVariables {
                     std::vector<std::string>* loaded, std::vector<std::string>* skipped);
 
   ParamBinding train_binding() const { return ParamBinding{weights(), state(), grads()}; }
-  OptimizerKind optimizer() const { return optimizer_; }
+  const Optimizer* optimizer() const { return optimizer_; }
 
   float* grads() const { return grads_.as<float>(); }
-  float* slot1() const { return slot1_.as<float>(); }
-  float* slot2() const { return slot2_.as<float>(); }
+  // The optimizer's slot arenas, in its entry's order (none unless training).
+  size_t slot_count() const { return slots_.size(); }
+  float* slot(size_t k) const { return slots_[k].as<float>(); }
 
  protected:
   // Parameter i's variables, then its optimizer slots.
@@ -54,9 +55,10 @@ class ModelState : public ModelVariables {
  private:
   explicit ModelState(Backend& backend) : ModelVariables(backend) {}
 
-  OptimizerKind optimizer_ = OptimizerKind::rmsprop;
+  const Optimizer* optimizer_ = nullptr;
   bool training_ = false;
-  DeviceBuffer grads_, slot1_, slot2_;
+  DeviceBuffer grads_;
+  std::vector<DeviceBuffer> slots_;
 };
 
 }  // namespace ic

@@ -271,9 +271,11 @@ Status Session::warm_start() {
 void Session::share_leader_state() {
   if (reducer_.size() == 1) return;
   const ParamLayout& layout = state_->layout();
-  for (float* arena :
-       {state_->weights(), state_->slot1(), state_->slot2(), state_->ema_weights()}) {
+  for (float* arena : {state_->weights(), state_->ema_weights()}) {
     if (arena != nullptr) reducer_.broadcast(arena, layout.trainable_count, 0);
+  }
+  for (size_t k = 0; k < state_->slot_count(); ++k) {
+    reducer_.broadcast(state_->slot(k), layout.trainable_count, 0);
   }
   for (float* arena : {state_->state(), state_->ema_state()}) {
     if (arena != nullptr) reducer_.broadcast(arena, layout.state_count, 0);

@@ -35,7 +35,7 @@ struct RunOptions {
   bool use_tpu = true;        // "use the accelerator": the GPU when there is one
   UseData use_data = UseData::real;
   double learning_rate = 0.165;
-  OptimizerKind optimizer = OptimizerKind::rmsprop;  // the reference's "RMS"
+  const Optimizer* optimizer = find_optimizer("RMS");  // an optimizer table entry; the reference's
   int32_t num_classes = 1001;
   int32_t width = 299, height = 299;
   bool transpose_enabled = false;

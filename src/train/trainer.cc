@@ -22,9 +22,7 @@ uint64_t dropout_seed(uint64_t seed, int64_t step) {
 // placed, so that the first save cannot be what runs out of memory.
 size_t checkpoint_host_bytes(const ModelState& state) {
   const ParamLayout& layout = state.layout();
-  const size_t slots = state.optimizer() == OptimizerKind::rmsprop    ? 2
-                       : state.optimizer() == OptimizerKind::momentum ? 1
-                                                                      : 0;
+  const size_t slots = state.slot_count();
   const size_t ema = state.has_ema() ? 1 : 0;
   return sizeof(float) *
          (layout.trainable_count * (1 + ema + slots) + layout.state_count * (1 + ema));
@@ -78,14 +76,16 @@ Result<std::unique_ptr<Trainer>> Trainer::create(ModelState& state, const Graph&
   std::unique_ptr<Trainer> t(new Trainer(state));
   t->recipe_ = recipe;
   t->reducer_ = reducer;
-  IC_ASSIGN_OR_RETURN(t->update_ranges_, update_ranges(state, recipe.trainable_scopes));
+  if (recipe.optimizer == nullptr) return error("Trainer needs an optimizer");
+  IC_ASSIGN_OR_RETURN(const auto ranges, update_ranges(state, recipe.trainable_scopes));
+  t->update_ranges_ = describe_update_ranges(state.layout(), state.params(), ranges);
   for (size_t i = 0; i < state.params().size(); ++i) {
     const ParamInfo& p = state.params()[i];
     if (!p.trainable) continue;
     t->trainable_variables_ += 1;
     t->trainable_parameters_ += p.shape.numel();
-    for (const auto& [offset, count] : t->update_ranges_) {
-      if (state.layout().offset[i] >= offset && state.layout().offset[i] < offset + count) {
+    for (const UpdateRange& r : t->update_ranges_) {
+      if (state.layout().offset[i] >= r.offset && state.layout().offset[i] < r.offset + r.count) {
         t->trained_variables_ += 1;
         t->trained_parameters_ += p.shape.numel();
         break;
@@ -150,34 +150,21 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
   const float lr = static_cast<float>(last_learning_rate_);
   // The optimizer touches only the trained ranges (the whole arena unless --trainable_scopes):
   // the other variables keep their weights and slots bit for bit.
-  for (const auto& [offset, count] : update_ranges_) {
-    float* weights = state_.weights() + offset;
-    float* grad = state_.grads() + offset;
-    // Weight decay: d/dw of wd * sum(w^2)/2 is wd * w, over the decayed prefix of the arena.
-    const size_t decayed =
-        offset < layout.decayed_count ? std::min(count, layout.decayed_count - offset) : 0;
-    if (recipe_.weight_decay != 0.f && decayed > 0) {
-      backend.axpy(recipe_.weight_decay, weights, grad, decayed);
-    }
-    float* slot1 = state_.slot1() ? state_.slot1() + offset : nullptr;
-    float* slot2 = state_.slot2() ? state_.slot2() + offset : nullptr;
-    OptimizerArgs args{weights, grad, slot1, slot2, count, lr};
-    switch (recipe_.optimizer) {
-      case OptimizerKind::rmsprop:
-        backend.rmsprop_update(args, recipe_.rmsprop_decay, recipe_.rmsprop_momentum,
-                               recipe_.rmsprop_epsilon);
-        break;
-      case OptimizerKind::momentum:
-        backend.momentum_update(args, recipe_.momentum);  // accum = m*accum + g; p -= lr*accum
-        if (recipe_.nesterov) {
-          // TF's use_nesterov: p -= lr*g + lr*m*accum. The plain update took lr*accum, so
-          // add back lr*(1-m)*accum and take lr*g.
-          backend.axpy(-lr, grad, weights, count);
-          backend.axpy(lr * (1.f - recipe_.momentum), slot1, weights, count);
-        }
-        break;
-      case OptimizerKind::sgd: backend.sgd_update(args); break;
-    }
+  // Weight decay goes as the optimizer table's entry says (coupled: wd * w, the gradient of
+  // wd * sum(w^2)/2, joins the gradient of the decayed prefix).
+  for (const UpdateRange& range : update_ranges_) {
+    OptimizerStep step;
+    step.weights = state_.weights() + range.offset;
+    step.grads = state_.grads() + range.offset;
+    for (size_t k = 0; k < state_.slot_count(); ++k) step.slots[k] = state_.slot(k) + range.offset;
+    step.count = range.count;
+    step.decayed = range.decayed;
+    step.variables = range.variables;
+    step.learning_rate = lr;
+    step.weight_decay = recipe_.weight_decay;
+    step.step = state_.global_step + 1;
+    step.nesterov = recipe_.nesterov;
+    recipe_.optimizer->apply(backend, step);
   }
   state_.global_step += 1;
   if (recipe_.moving_average && state_.has_ema()) {

@@ -14,14 +14,14 @@
 #include "runtime/evaluator.h"
 #include "train/lr_schedule.h"
 #include "train/model_state.h"
+#include "train/optimizer.h"
 
 namespace ic {
 
 // The reference's constants (inception_v3.py, resnet_main.py) plus the schedule.
 struct TrainRecipe {
-  OptimizerKind optimizer = OptimizerKind::rmsprop;
-  float rmsprop_decay = 0.9f, rmsprop_momentum = 0.9f, rmsprop_epsilon = 1.0f;
-  float momentum = 0.9f;
+  // An entry of the optimizer table (train/optimizer.h), with its hyper-parameters.
+  const Optimizer* optimizer = find_optimizer("RMS");
   bool nesterov = false;       // ResNet-50's momentum is Nesterov
   float weight_decay = 4e-5f;  // times sum(w^2)/2 over the decayed kernels
   bool moving_average = true;
@@ -86,9 +86,9 @@ class Trainer {
   int64_t image_floats_ = 0;      // of one micro-batch
   int micro_batches_ = 1;
   double last_learning_rate_ = 0;
-  // The trainable arena's ranges (element offset, count) the optimizer updates: the whole arena,
-  // or the variables under the trainable scopes, adjacent ones merged.
-  std::vector<std::pair<size_t, size_t>> update_ranges_;
+  // The trainable arena's ranges the optimizer updates: the whole arena, or the variables under
+  // the trainable scopes, adjacent ones merged.
+  std::vector<UpdateRange> update_ranges_;
   int64_t trained_variables_ = 0, trainable_variables_ = 0;
   int64_t trained_parameters_ = 0, trainable_parameters_ = 0;
 };

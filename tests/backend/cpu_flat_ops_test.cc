@@ -60,7 +60,8 @@ TEST(CpuFlatOps, AddAxpySumSquares) {
                              static_cast<double>(x[2]) * x[2]));
 }
 
-// TF1 ApplyRMSProp over three steps, in double.
+// TF1 ApplyRMSProp over three steps, in double, from the optimizer arithmetic as
+// train/optimizer.cc composes it.
 TEST(CpuFlatOps, RmspropMatchesTf1Formula) {
   auto backend = cpu_backend();
   const size_t n = 40000;
@@ -70,8 +71,9 @@ TEST(CpuFlatOps, RmspropMatchesTf1Formula) {
   for (int step = 0; step < 3; ++step) {
     const std::vector<float> g = random_floats(n, 10 + step);
     const float lr = 0.165f / (step + 1);
-    OptimizerArgs args{p.data(), g.data(), ms.data(), mom.data(), n, lr};
-    backend->rmsprop_update(args, 0.9f, 0.9f, 1.f);
+    backend->scale_add_square(ms.data(), 0.9f, 1.f - 0.9f, g.data(), n);
+    backend->scale_add_over_root(mom.data(), 0.9f, lr, g.data(), ms.data(), {1.f, 1.f, 0.f}, n);
+    backend->scale_add(p.data(), 1.f, -1.f, mom.data(), n);
     for (size_t i = 0; i < n; ++i) {
       rms[i] = decay * rms[i] + (1 - decay) * g[i] * g[i];
       rmom[i] = momentum * rmom[i] + lr * g[i] / std::sqrt(rms[i] + eps);
@@ -92,8 +94,9 @@ TEST(CpuFlatOps, MomentumSgdAndEma) {
   std::vector<double> rp(p.begin(), p.end()), racc(n, 0.0), rq = rp, rshadow = rp;
   for (int step = 0; step < 3; ++step) {
     const std::vector<float> g = random_floats(n, 20 + step);
-    backend->momentum_update({p.data(), g.data(), acc.data(), nullptr, n, 0.1f}, 0.9f);
-    backend->sgd_update({q.data(), g.data(), nullptr, nullptr, n, 0.05f});
+    backend->scale_add(acc.data(), 0.9f, 1.f, g.data(), n);  // momentum
+    backend->scale_add(p.data(), 1.f, -0.1f, acc.data(), n);
+    backend->scale_add(q.data(), 1.f, -0.05f, g.data(), n);  // sgd
     backend->ema_update(shadow.data(), p.data(), n, 0.995f);
     for (size_t i = 0; i < n; ++i) {
       racc[i] = 0.9 * racc[i] + g[i];
@@ -108,6 +111,47 @@ TEST(CpuFlatOps, MomentumSgdAndEma) {
     ASSERT_NEAR(q[i], rq[i], 1e-6);
     ASSERT_NEAR(shadow[i], rshadow[i], 1e-6);
   }
+}
+
+// The optimizer arithmetic is its formula in float32, left to right, bit for bit, whether the
+// range runs on one thread or is split over several.
+TEST(CpuFlatOps, OptimizerArithmeticIsItsFormulaBitForBit) {
+  auto backend = cpu_backend();
+  for (size_t n : {size_t{5}, size_t{70001}}) {
+    const std::vector<float> x = random_floats(n, 30), y = random_floats(n, 31);
+    std::vector<float> z = random_floats(n, 32);
+    for (float& v : z) v = std::fabs(v);
+    const float a = 0.9f, b = -0.0123f;
+    const RootDenominator rms{1.f, 1.f, 0.f}, adam{0.f, 0.3f, 1e-8f};
+    std::vector<float> y1 = y, y2 = y, y3 = y, y4 = y;
+    backend->scale_add(y1.data(), a, b, x.data(), n);
+    backend->scale_add_square(y2.data(), a, b, x.data(), n);
+    backend->scale_add_over_root(y3.data(), a, b, x.data(), z.data(), rms, n);
+    backend->scale_add_over_root(y4.data(), a, b, x.data(), z.data(), adam, n);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(y1[i], a * y[i] + b * x[i]) << i;
+      ASSERT_EQ(y2[i], a * y[i] + b * x[i] * x[i]) << i;
+      ASSERT_EQ(y3[i], a * y[i] + b * x[i] / std::sqrt(z[i] + 1.f)) << i;
+      ASSERT_EQ(y4[i], a * y[i] + b * x[i] / (std::sqrt(z[i]) / 0.3f + 1e-8f)) << i;
+    }
+  }
+}
+
+TEST(CpuFlatOps, SumSquaresPerRange) {
+  auto backend = cpu_backend();
+  const size_t n = 100000;
+  const std::vector<float> x = random_floats(n, 33);
+  const std::vector<FlatRange> ranges = {{0, 1}, {1, 70000}, {70001, 0}, {70001, 29999}, {5, 3}};
+  std::vector<double> sums(ranges.size(), -1.0);
+  backend->sum_squares_per_range(x.data(), ranges, sums.data());
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    double expected = 0.0;
+    for (size_t i = 0; i < ranges[r].count; ++i) {
+      expected += static_cast<double>(x[ranges[r].offset + i]) * x[ranges[r].offset + i];
+    }
+    EXPECT_NEAR(sums[r], expected, 1e-12 * (1 + expected)) << r;
+  }
+  EXPECT_EQ(sums[2], 0.0);
 }
 
 TEST(CpuFlatOps, RejectsNegativeThreadCount) {

@@ -99,7 +99,7 @@ TEST_F(CudaFlat, CopyFillAddAxpySumSquares) {
 TEST_F(CudaFlat, OptimizersAndEmaFollowTheCpu) {
   const size_t n = 5000;
   const auto p = floats(n, 10), g = floats(n, 11), s1 = floats(n, 12, 0.0, 1.0), s2 = floats(n, 13);
-  std::vector<float> out[2][4];
+  std::vector<float> out[2][5];
   Backend* backends[2] = {cpu_.get(), gpu_.get()};
   for (int b = 0; b < 2; ++b) {
     Arrays a(*backends[b]);
@@ -108,20 +108,48 @@ TEST_F(CudaFlat, OptimizersAndEmaFollowTheCpu) {
     float* d1 = a.add(s1);
     float* d2 = a.add(s2);
     float* shadow = a.add(s2);
-    OptimizerArgs args{dp, dg, d1, d2, n, 0.045f};
+    float* dv = a.add(s1);
+    Backend& be = *backends[b];
+    const float lr = 0.045f;
     for (int step = 0; step < 3; ++step) {
-      backends[b]->rmsprop_update(args, 0.9f, 0.9f, 1.0f);
-      backends[b]->momentum_update(args, 0.9f);
-      backends[b]->sgd_update(args);
-      backends[b]->ema_update(shadow, dp, n, 0.995f);
+      // RMSProp, momentum and SGD as train/optimizer.cc composes them.
+      be.scale_add_square(d1, 0.9f, 1.f - 0.9f, dg, n);
+      be.scale_add_over_root(d2, 0.9f, lr, dg, d1, {1.f, 1.f, 0.f}, n);
+      be.scale_add(dp, 1.f, -1.f, d2, n);
+      be.scale_add(d1, 0.9f, 1.f, dg, n);
+      be.scale_add(dp, 1.f, -lr, d1, n);
+      be.scale_add(dp, 1.f, -lr, dg, n);
+      // Adam's: the second moment, and the step with the epsilon outside the root.
+      be.scale_add_square(dv, 0.999f, 1.f - 0.999f, dg, n);
+      be.scale_add_over_root(dp, 0.99f, -lr, d1, dv, {0.f, 0.3f, 1e-8f}, n);
+      be.ema_update(shadow, dp, n, 0.995f);
     }
     out[b][0] = a.get(dp, n);
     out[b][1] = a.get(d1, n);
     out[b][2] = a.get(d2, n);
     out[b][3] = a.get(shadow, n);
+    out[b][4] = a.get(dv, n);
   }
-  const char* names[4] = {"params", "slot1", "slot2", "ema"};
-  for (int k = 0; k < 4; ++k) expect_close(out[1][k], out[0][k], 1e-6f, names[k]);
+  const char* names[5] = {"params", "slot1", "slot2", "ema", "second moment"};
+  for (int k = 0; k < 5; ++k) expect_close(out[1][k], out[0][k], 1e-6f, names[k]);
+}
+
+TEST_F(CudaFlat, SumSquaresPerRangeFollowsTheCpu) {
+  const size_t n = 300000;
+  const auto x = floats(n, 14);
+  const std::vector<FlatRange> ranges = {{0, 1}, {1, 200000}, {200001, 0}, {200001, 99999}};
+  std::vector<double> sums[2];
+  Backend* backends[2] = {cpu_.get(), gpu_.get()};
+  for (int b = 0; b < 2; ++b) {
+    Arrays a(*backends[b]);
+    const float* dx = a.add(x);
+    sums[b].assign(ranges.size(), -1.0);
+    backends[b]->sum_squares_per_range(dx, ranges, sums[b].data());
+  }
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    EXPECT_NEAR(sums[1][r], sums[0][r], 1e-12 * (1 + sums[0][r])) << r;
+  }
+  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().message();
 }
 
 // A captured dropout -> conv -> relu step replayed with a seed gives what plain launches

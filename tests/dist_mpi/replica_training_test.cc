@@ -32,7 +32,7 @@ struct Replica {
 
 TrainRecipe sgd_recipe() {
   TrainRecipe recipe;
-  recipe.optimizer = OptimizerKind::sgd;
+  recipe.optimizer = find_optimizer("sgd");
   recipe.weight_decay = 1e-3f;  // applied after the mean: the same on every replica
   recipe.schedule = default_lr_schedule("inception_v3").value();
   recipe.schedule.base_learning_rate = 0.1 * 256 / kBatch;
@@ -140,7 +140,7 @@ TEST(ReplicaTraining, ReplicasKeepIdenticalWeightsUnderRmsProp) {
   ASSERT_TRUE(backend.ok());
   DeviceReducer reducer(comm, **backend);
   TrainRecipe recipe = sgd_recipe();
-  recipe.optimizer = OptimizerKind::rmsprop;
+  recipe.optimizer = find_optimizer("RMS");
   recipe.schedule.base_learning_rate = 0.01 * 256 / kBatch;
   Replica replicated;
   ASSERT_NO_FATAL_FAILURE(make_replica(recipe, &reducer, backend->get(), &replicated));
@@ -167,7 +167,7 @@ TEST(ReplicaTraining, MicroBatchesInOneProcessApplyTheReplicasUpdateBitForBit) {
   Communicator& comm = world();
   const int n = comm.size();
   TrainRecipe recipe = sgd_recipe();
-  recipe.optimizer = OptimizerKind::rmsprop;
+  recipe.optimizer = find_optimizer("RMS");
   recipe.schedule.base_learning_rate = 0.01 * 256 / kBatch;
   const float keep = 0.8f;
 

@@ -211,9 +211,14 @@ class MockBackend final : public Backend {
     for (size_t i = 0; i < count; ++i) s += x[i] * x[i];
     *result = s;
   }
-  void rmsprop_update(const OptimizerArgs&, float, float, float) override {}
-  void momentum_update(const OptimizerArgs&, float) override {}
-  void sgd_update(const OptimizerArgs&) override {}
+  void scale_add(float*, float, float, const float*, size_t) override {}
+  void scale_add_square(float*, float, float, const float*, size_t) override {}
+  void scale_add_over_root(float*, float, float, const float*, const float*, const RootDenominator&,
+                           size_t) override {}
+  void sum_squares_per_range(const float*, std::span<const FlatRange> ranges,
+                             double* host_sums) override {
+    for (size_t r = 0; r < ranges.size(); ++r) host_sums[r] = 0.0;
+  }
   void ema_update(float*, const float*, size_t, float) override {}
 };
 

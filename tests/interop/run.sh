@@ -21,6 +21,11 @@
 #      same images: max |dprob| <= 1e-4 against classify's softmax and the same top-1 class
 #      (check_onnx_runtime.py)
 #   7. the same for the full-size inception_v3
+#   8. the optimizer table's updates (optimizer_trace) against torch.optim.AdamW and NumPy
+#      (LARS from its paper, TensorFlow's formulas for sgd, momentum and RMSProp), after every
+#      step of a few, to a relative 1e-6 (check_optimizers.py); this step runs Debian's
+#      python3-torch and python3-numpy through /usr/bin/python3 (scripts/install-deps.sh), not
+#      the virtual environment: PyPI's torch is too large for CI
 # Python comes from a virtual environment made once from PyPI with the pinned packages of
 # requirements.txt, cached under ${XDG_CACHE_HOME:-~/.cache}/inception.cpp/ and keyed by those
 # pins and the Python version. Anything that cannot be installed or run fails the script
@@ -39,7 +44,8 @@ die() {
   exit 1
 }
 
-for tool in inception_v3 inception_v4 resnet50 inspect_checkpoint export_model classify; do
+for tool in inception_v3 inception_v4 resnet50 inspect_checkpoint export_model classify \
+  optimizer_trace; do
   [[ -x $bin/$tool ]] || die "$bin/$tool is not built (cmake --build build first)"
 done
 command -v "$python" >/dev/null || die "$python not found"
@@ -69,7 +75,7 @@ run() {
   fi
 }
 
-say "1/7: TensorFlow reads our checkpoint"
+say "1/8: TensorFlow reads our checkpoint"
 run train_tf "$bin/inception_v3" "${tiny[@]}" --train_steps=4 --model_dir="$work/ours_tf"
 run train_safetensors "$bin/inception_v3" "${tiny[@]}" --train_steps=4 \
   --model_dir="$work/ours_safetensors" --checkpoint_format=safetensors
@@ -81,7 +87,7 @@ done
   --ignore_metadata=flags --ignore_metadata=run_id ||
   die "TensorFlow does not read our checkpoint as we wrote it"
 
-say "2/7: we read TensorFlow's checkpoint"
+say "2/8: we read TensorFlow's checkpoint"
 "$py" "$here/write_with_tensorflow.py" --source="$work/ours_tf/model.ckpt-4" \
   --model_dir="$work/theirs" --step=10 || die "TensorFlow could not write a checkpoint"
 run inspect_theirs "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
@@ -90,7 +96,7 @@ run inspect_theirs "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
   --safetensors="$work/theirs_as_read_by_us.safetensors" --step=10 ||
   die "we do not read TensorFlow's checkpoint as TensorFlow does"
 
-say "3/7: our trainer resumes from TensorFlow's checkpoint"
+say "3/8: our trainer resumes from TensorFlow's checkpoint"
 run resume "$bin/inception_v3" "${tiny[@]}" --train_steps=12 --model_dir="$work/theirs"
 grep -qF "Restoring parameters from $work/theirs/model.ckpt-10 (global step 10)" \
   "$work/resume.log" || {
@@ -102,7 +108,7 @@ run inspect_resumed "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
 "$py" "$here/compare_with_safetensors.py" --model_dir="$work/theirs" \
   --safetensors="$work/resumed.safetensors" --step=12 ||
   die "TensorFlow does not read the checkpoint saved after resuming"
-say "3/7 (b): a TensorFlow checkpoint of the network's variables only warm-starts a fine-tuning run"
+say "3/8 (b): a TensorFlow checkpoint of the network's variables only warm-starts a fine-tuning run"
 "$py" "$here/write_with_tensorflow.py" --source="$work/ours_tf/model.ckpt-4" \
   --model_dir="$work/slim" --step=1 --model_variables_only ||
   die "TensorFlow could not write a variables-only checkpoint"
@@ -153,7 +159,7 @@ for k, path in enumerate(sys.argv[3:]):
     Image.fromarray(rng.randint(0, 256, (h, w, 3), dtype=np.uint8)).save(path, quality=90)' "$@"
 }
 
-say "4/7: TensorFlow serves our SavedModel exports as classify computes"
+say "4/8: TensorFlow serves our SavedModel exports as classify computes"
 run export_v3 "$bin/export_model" --model_dir="$work/ours_tf" --export_dir="$work/export_v3"
 run train_v4 "$bin/inception_v4" "${tiny[@]}" --train_steps=2 --model_dir="$work/v4" \
   --export_dir="$work/export_v4"
@@ -178,7 +184,7 @@ done
 "$py" "$here/check_saved_model.py" "${cases[@]}" ||
   die "TensorFlow does not serve our SavedModel export as classify computes"
 
-say "5/7: the same for a full-size inception_v3 (299x299, 1001 classes)"
+say "5/8: the same for a full-size inception_v3 (299x299, 1001 classes)"
 run train_full "$bin/inception_v3" --mode=train --use_data=fake --use_tpu=False --train_steps=1 \
   --train_batch_size=2 --iterations=1 --save_checkpoints_secs=0 --seed=3 \
   --model_dir="$work/full" --export_dir="$work/export_full"
@@ -207,12 +213,20 @@ onnx_agrees() {
     die "ONNX Runtime does not run our ONNX export of $model_dir as classify does"
 }
 
-say "6/7: ONNX Runtime runs our ONNX exports as classify computes"
+say "6/8: ONNX Runtime runs our ONNX exports as classify computes"
 onnx_agrees "$work/ours_tf" "$work/onnx_v3" "$work/images_v3.npy" "$work/logits_v3.npy"
 for name in v4 resnet50; do
   onnx_agrees "$work/$name" "$work/onnx_$name" "$work/images_$name.npy" "$work/logits_$name.npy"
 done
 
-say "7/7: the same for the full-size inception_v3"
+say "7/8: the same for the full-size inception_v3"
 onnx_agrees "$work/full" "$work/onnx_full" "$work/images_full.npy" "$work/logits_full.npy"
+
+say "8/8: the optimizers against torch.optim.AdamW and NumPy"
+system_python=${SYSTEM_PYTHON:-/usr/bin/python3}
+"$system_python" -c "import numpy, torch" ||
+  die "$system_python has no torch or numpy (Debian: apt-get install python3-torch python3-numpy)"
+run optimizer_trace "$bin/optimizer_trace" "$work/optimizer_trace"
+"$system_python" "$here/check_optimizers.py" "$work/optimizer_trace" ||
+  die "the optimizer table's updates differ from torch's and NumPy's"
 say "passed"

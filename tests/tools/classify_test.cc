@@ -41,7 +41,7 @@ void write_known_model(const std::string& model_dir) {
   m->depth_multiplier = 0.1f;
   auto graph = build_model(*m);
   ASSERT_TRUE(graph.ok()) << graph.status().message();
-  auto state = ModelState::create(**backend, *graph, OptimizerKind::rmsprop, true, true);
+  auto state = ModelState::create(**backend, *graph, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(state.ok());
   ASSERT_TRUE((*state)->initialize(3).ok());
   (*state)->global_step = 42;

@@ -49,7 +49,7 @@ Batch fixed_batch(const ModelOptions& o) {
 std::vector<float> loss_curve(Backend& backend, const ModelOptions& o, int steps) {
   auto graph = build_model(o);
   EXPECT_TRUE(graph.ok()) << graph.status().message();
-  auto state = ModelState::create(backend, *graph, OptimizerKind::rmsprop, true, true);
+  auto state = ModelState::create(backend, *graph, find_optimizer("RMS"), true, true);
   EXPECT_TRUE(state.ok()) << state.status().message();
   EXPECT_TRUE((*state)->initialize(1).ok());
   TrainRecipe recipe;
@@ -91,7 +91,7 @@ TEST(CudaTraining, CapturedForwardBackwardMatchesPlainLaunches) {
   ModelOptions o = tiny_inception();
   auto graph = build_model(o);
   ASSERT_TRUE(graph.ok()) << graph.status().message();
-  auto state = ModelState::create(*gpu, *graph, OptimizerKind::rmsprop, true, false);
+  auto state = ModelState::create(*gpu, *graph, find_optimizer("RMS"), true, false);
   ASSERT_TRUE(state.ok()) << state.status().message();
   ASSERT_TRUE((*state)->initialize(1).ok());
   auto compiled =

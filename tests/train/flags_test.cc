@@ -133,7 +133,7 @@ TEST(TrainFlags, InceptionV3DefaultsAreTheReferenceFlags) {
   EXPECT_EQ(o->train_batch_size, 1024);
   EXPECT_EQ(o->train_steps, 213000);
   EXPECT_DOUBLE_EQ(o->learning_rate, 0.165);
-  EXPECT_EQ(o->optimizer, OptimizerKind::rmsprop);
+  EXPECT_EQ(o->optimizer, find_optimizer("RMS"));
   EXPECT_EQ(o->mode, Mode::train_and_eval);
   EXPECT_EQ(o->iterations, 100);
   EXPECT_EQ(o->num_classes, 1001);
@@ -173,7 +173,7 @@ TEST(TrainFlags, ResNet50DefaultsFollowResnetMain) {
   EXPECT_EQ(o->iterations, 1251);
   EXPECT_EQ(o->num_classes, 1000);
   EXPECT_EQ(o->width, 224);
-  EXPECT_EQ(o->optimizer, OptimizerKind::momentum);
+  EXPECT_EQ(o->optimizer, find_optimizer("momentum"));
   EXPECT_EQ(o->precision, Precision::bfloat16);
   EXPECT_FALSE(o->moving_average);
   EXPECT_DOUBLE_EQ(o->weight_decay, 1e-4);
@@ -251,8 +251,8 @@ TEST(TrainFlags, BadValuesAreRefusedWithTheAllowedValues) {
        "bad value 'training' for --mode (allowed: train, eval, "
        "train_and_eval, summary)"},
       {{"--use_data=synthetic"}, "for --use_data (allowed: real, fake)"},
-      {{"--optimizer=adam"}, "for --optimizer (allowed: sgd, momentum, RMS)"},
-      {{"--optimizer=rms"}, "for --optimizer (allowed: sgd, momentum, RMS)"},
+      {{"--optimizer=adam"}, "for --optimizer (allowed: sgd, momentum, RMS, adamw, lars)"},
+      {{"--optimizer=rms"}, "for --optimizer (allowed: sgd, momentum, RMS, adamw, lars)"},
       {{"--precision=fp16"}, "for --precision (allowed: float32, bfloat16)"},
       {{"--preprocessing=resnet"}, "for --preprocessing (allowed: inception, vgg)"},
       {{"--checkpoint_format=ckpt"},

@@ -39,14 +39,20 @@ class ForwardingBackend : public Backend {
   void sum_squares(const float* x, size_t count, float* result) override {
     inner_->sum_squares(x, count, result);
   }
-  void rmsprop_update(const OptimizerArgs& args, float decay, float momentum,
-                      float epsilon) override {
-    inner_->rmsprop_update(args, decay, momentum, epsilon);
+  void scale_add(float* y, float a, float b, const float* x, size_t count) override {
+    inner_->scale_add(y, a, b, x, count);
   }
-  void momentum_update(const OptimizerArgs& args, float momentum) override {
-    inner_->momentum_update(args, momentum);
+  void scale_add_square(float* y, float a, float b, const float* x, size_t count) override {
+    inner_->scale_add_square(y, a, b, x, count);
   }
-  void sgd_update(const OptimizerArgs& args) override { inner_->sgd_update(args); }
+  void scale_add_over_root(float* y, float a, float b, const float* x, const float* z,
+                           const RootDenominator& d, size_t count) override {
+    inner_->scale_add_over_root(y, a, b, x, z, d, count);
+  }
+  void sum_squares_per_range(const float* x, std::span<const FlatRange> ranges,
+                             double* host_sums) override {
+    inner_->sum_squares_per_range(x, ranges, host_sums);
+  }
   void ema_update(float* shadow, const float* value, size_t count, float decay) override {
     inner_->ema_update(shadow, value, count, decay);
   }

@@ -35,7 +35,7 @@ Graph tiny_training_graph() {
 
 TrainRecipe recipe() {
   TrainRecipe r;
-  r.optimizer = OptimizerKind::rmsprop;
+  r.optimizer = find_optimizer("RMS");
   r.schedule = default_lr_schedule("inception_v3").value();
   return r;
 }
@@ -43,7 +43,7 @@ TrainRecipe recipe() {
 TEST(MemoryFit, AStepThatDoesNotFitIsRefusedWithTheFiguresAndTheLargestBatch) {
   const Graph graph = tiny_training_graph();
   SmallMemoryBackend backend;  // unknown memory first: the arena size is measured
-  auto state = ModelState::create(backend, graph, OptimizerKind::rmsprop, true, true);
+  auto state = ModelState::create(backend, graph, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(state.ok()) << state.status().message();
   auto fits = Trainer::create(**state, graph, recipe(), nullptr);
   ASSERT_TRUE(fits.ok()) << fits.status().message();

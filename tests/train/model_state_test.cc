@@ -42,7 +42,7 @@ TEST(ModelState, CheckpointNamesAndInitialSlotValues) {
   auto backend = make_backend(BackendOptions{});
   ASSERT_TRUE(backend.ok());
   Graph graph = small_graph();
-  auto state = ModelState::create(**backend, graph, OptimizerKind::rmsprop, true, true);
+  auto state = ModelState::create(**backend, graph, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(state.ok()) << state.status().message();
   ASSERT_TRUE((*state)->initialize(5).ok());
   std::vector<TensorView> views = (*state)->checkpoint_tensors();
@@ -73,7 +73,7 @@ TEST(ModelState, RestoresWhatItSaved) {
   auto backend = make_backend(BackendOptions{});
   ASSERT_TRUE(backend.ok());
   Graph graph = small_graph();
-  auto a = ModelState::create(**backend, graph, OptimizerKind::rmsprop, true, true);
+  auto a = ModelState::create(**backend, graph, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(a.ok() && (*a)->initialize(1).ok());
   (*a)->global_step = 1234;
   // Distinguish the arenas: EMA shadows = 2 * weights.
@@ -89,7 +89,7 @@ TEST(ModelState, RestoresWhatItSaved) {
     }
     file.tensors.push_back(std::move(e));
   }
-  auto b = ModelState::create(**backend, graph, OptimizerKind::rmsprop, true, true);
+  auto b = ModelState::create(**backend, graph, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(b.ok());
   std::vector<std::string> notes;
   ASSERT_TRUE((*b)->restore_for_training(file, "mem", &notes).ok());
@@ -106,7 +106,7 @@ TEST(ModelState, RestoresWhatItSaved) {
   }
 
   // Evaluation loads the shadows into the arenas the eval graph reads.
-  auto eval = ModelState::create(**backend, graph, OptimizerKind::rmsprop, false, false);
+  auto eval = ModelState::create(**backend, graph, find_optimizer("RMS"), false, false);
   ASSERT_TRUE(eval.ok() && (*eval)->restore_for_eval(file, true, "mem").ok());
   std::vector<float> weights((*eval)->layout().trainable_count);
   (*backend)->download(weights.data(), (*eval)->eval_binding().weights, weights.size() * 4);
@@ -118,7 +118,7 @@ TEST(ModelState, RestoresWhatItSaved) {
   }
 
   // A checkpoint without optimizer slots (another --optimizer) still resumes, with a note.
-  auto momentum = ModelState::create(**backend, graph, OptimizerKind::momentum, true, true);
+  auto momentum = ModelState::create(**backend, graph, find_optimizer("momentum"), true, true);
   ASSERT_TRUE(momentum.ok());
   ASSERT_TRUE((*momentum)->restore_for_training(file, "mem", &notes).ok());
   EXPECT_EQ(notes.size(), 1u);
@@ -146,7 +146,7 @@ TEST(ModelState, WarmStartLoadsWhatMatchesAndKeepsTheRestFresh) {
   auto backend = make_backend(BackendOptions{});
   ASSERT_TRUE(backend.ok());
   Graph five = small_graph(5), seven = small_graph(7);
-  auto source = ModelState::create(**backend, five, OptimizerKind::rmsprop, true, true);
+  auto source = ModelState::create(**backend, five, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(source.ok() && (*source)->initialize(1).ok());
   (*source)->global_step = 99;
   CheckpointContents file = contents_of(**source);
@@ -158,10 +158,10 @@ TEST(ModelState, WarmStartLoadsWhatMatchesAndKeepsTheRestFresh) {
     }
   }
 
-  auto fresh = ModelState::create(**backend, seven, OptimizerKind::rmsprop, true, true);
+  auto fresh = ModelState::create(**backend, seven, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(fresh.ok() && (*fresh)->initialize(2).ok());
   const CheckpointContents fresh_values = contents_of(**fresh);
-  auto warm = ModelState::create(**backend, seven, OptimizerKind::rmsprop, true, true);
+  auto warm = ModelState::create(**backend, seven, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(warm.ok() && (*warm)->initialize(2).ok());
   std::vector<std::string> loaded, skipped;
   Status s = (*warm)->warm_start(file, "src", &loaded, &skipped);

@@ -28,12 +28,12 @@ TEST(Overfit, TinyInceptionV3LearnsOneBatch) {
   m->dropout_keep_prob = 1.f;
   auto graph = build_model(*m);
   ASSERT_TRUE(graph.ok()) << graph.status().message();
-  auto state = ModelState::create(**backend, *graph, OptimizerKind::momentum, true, true);
+  auto state = ModelState::create(**backend, *graph, find_optimizer("momentum"), true, true);
   ASSERT_TRUE(state.ok()) << state.status().message();
   ASSERT_TRUE((*state)->initialize(1).ok());
 
   TrainRecipe recipe;
-  recipe.optimizer = OptimizerKind::momentum;
+  recipe.optimizer = find_optimizer("momentum");
   recipe.weight_decay = 0.f;
   recipe.schedule = default_lr_schedule("inception_v3").value();
   recipe.schedule.base_learning_rate = 0.05 * 256 / 8;  // lr 0.05, staircase decay far away

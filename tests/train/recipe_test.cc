@@ -26,7 +26,7 @@ TEST(Recipe, InceptionTrainsWithRmsPropAndTheReferenceSchedule) {
   options.model = "inception_v3";
   Result<TrainRecipe> recipe = train_recipe_for(options);
   ASSERT_TRUE(recipe.ok()) << recipe.status().message();
-  EXPECT_EQ(recipe->optimizer, OptimizerKind::rmsprop);
+  EXPECT_EQ(recipe->optimizer, find_optimizer("RMS"));
   EXPECT_FLOAT_EQ(recipe->weight_decay, 4e-5f);
   EXPECT_DOUBLE_EQ(recipe->schedule.base_learning_rate, 0.165);
   EXPECT_EQ(recipe->schedule.train_batch_size, 1024);

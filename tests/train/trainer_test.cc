@@ -42,7 +42,7 @@ TEST(Trainer, OneRmsPropStepMatchesTheHostRecomputation) {
   ASSERT_TRUE(backend.ok());
   Backend& be = **backend;
   Graph graph = small_training_graph();
-  auto state = ModelState::create(be, graph, OptimizerKind::rmsprop, true, true);
+  auto state = ModelState::create(be, graph, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(state.ok()) << state.status().message();
   ModelState& s = **state;
   ASSERT_TRUE(s.initialize(11).ok());
@@ -70,7 +70,7 @@ TEST(Trainer, OneRmsPropStepMatchesTheHostRecomputation) {
   const std::vector<float> grads = download(be, s.grads(), n);  // g + wd * w on the prefix
   const std::vector<float> w1 = download(be, s.weights(), n);
   const std::vector<float> ema = download(be, s.ema_weights(), n);
-  const std::vector<float> ms = download(be, s.slot1(), n);
+  const std::vector<float> ms = download(be, s.slot(0), n);
 
   const double lr = learning_rate(recipe.schedule, 100);
   EXPECT_DOUBLE_EQ((*trainer)->last_learning_rate(), lr);
@@ -89,7 +89,7 @@ TEST(Trainer, OneRmsPropStepMatchesTheHostRecomputation) {
 
   // A second state, same start, no weight decay: its gradients differ by exactly wd * w on
   // the decayed prefix, and not at all elsewhere.
-  auto plain_state = ModelState::create(be, graph, OptimizerKind::rmsprop, true, true);
+  auto plain_state = ModelState::create(be, graph, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(plain_state.ok());
   ASSERT_TRUE((*plain_state)->initialize(11).ok());
   TrainRecipe plain = recipe;

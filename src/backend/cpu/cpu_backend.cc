@@ -89,9 +89,45 @@ class CpuBackend final : public Backend {
       for (size_t i = b; i < e; ++i) y[i] += a * x[i];
     });
   }
+  void sum_squares(const float* x, size_t count, float* result) override {
+    *result = static_cast<float>(sum_squares_double(x, count));
+  }
+  void scale_add(float* y, float a, float b, const float* x, size_t count) override {
+    flat_for(count, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) y[i] = a * y[i] + b * x[i];
+    });
+  }
+  void scale_add_square(float* y, float a, float b, const float* x, size_t count) override {
+    flat_for(count, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) y[i] = a * y[i] + b * x[i] * x[i];
+    });
+  }
+  void scale_add_over_root(float* y, float a, float b, const float* x, const float* z,
+                           const RootDenominator& d, size_t count) override {
+    flat_for(count, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        y[i] =
+            a * y[i] + b * x[i] / (std::sqrt(z[i] + d.inner_epsilon) / d.divisor + d.outer_epsilon);
+      }
+    });
+  }
+  void sum_squares_per_range(const float* x, std::span<const FlatRange> ranges,
+                             double* host_sums) override {
+    for (size_t r = 0; r < ranges.size(); ++r) {
+      host_sums[r] = sum_squares_double(x + ranges[r].offset, ranges[r].count);
+    }
+  }
+  void ema_update(float* shadow, const float* value, size_t count, float decay) override {
+    const float rate = 1.f - decay;
+    flat_for(count, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) shadow[i] -= rate * (shadow[i] - value[i]);
+    });
+  }
+
+ private:
   // Accumulates in double per thread, then adds the per-thread sums in thread order (the
   // same result every call for a given thread count).
-  void sum_squares(const float* x, size_t count, float* result) override {
+  double sum_squares_double(const float* x, size_t count) {
     std::vector<double>& partial = partial_sums_;
     if (partial.size() < size_t(omp_get_max_threads()))  // only if the thread count grew
       partial.resize(size_t(omp_get_max_threads()));
@@ -103,42 +139,9 @@ class CpuBackend final : public Backend {
     });
     double total = 0.0;
     for (double s : partial) total += s;
-    *result = static_cast<float>(total);
-  }
-  void rmsprop_update(const OptimizerArgs& a, float decay, float momentum, float epsilon) override {
-    flat_for(a.count, [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) {
-        const float g = a.grads[i];
-        const float ms = decay * a.slot1[i] + (1.f - decay) * g * g;
-        const float mom = momentum * a.slot2[i] + a.learning_rate * g / std::sqrt(ms + epsilon);
-        a.slot1[i] = ms;
-        a.slot2[i] = mom;
-        a.params[i] -= mom;
-      }
-    });
-  }
-  void momentum_update(const OptimizerArgs& a, float momentum) override {
-    flat_for(a.count, [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) {
-        const float accum = momentum * a.slot1[i] + a.grads[i];
-        a.slot1[i] = accum;
-        a.params[i] -= a.learning_rate * accum;
-      }
-    });
-  }
-  void sgd_update(const OptimizerArgs& a) override {
-    flat_for(a.count, [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) a.params[i] -= a.learning_rate * a.grads[i];
-    });
-  }
-  void ema_update(float* shadow, const float* value, size_t count, float decay) override {
-    const float rate = 1.f - decay;
-    flat_for(count, [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) shadow[i] -= rate * (shadow[i] - value[i]);
-    });
+    return total;
   }
 
- private:
   int threads_;
   std::vector<double> partial_sums_;  // per thread, for sum_squares
   DnnlContext dnnl_;

@@ -1,13 +1,16 @@
 // The CUDA Backend: one device, one stream, one cuDNN and one cuBLAS handle bound to it.
-// Memory is cudaMalloc'd; flat arena arithmetic and the optimizers are our own kernels
-// (optimizer.cu); ops are compiled by the factories in cuda_common.h. Every call only
-// enqueues work on the stream, except download() and synchronize(), which wait for it.
+// Memory is cudaMalloc'd; flat arena arithmetic, the optimizers' included, runs in our own
+// kernels (optimizer.cu); ops are compiled by the factories in cuda_common.h. Every call only
+// enqueues work on the stream, except download(), synchronize() and sum_squares_per_range(),
+// which wait for it.
 // Failures of enqueued work are kept (CudaContext::record) and reported by status().
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cuda_common.h"
 
@@ -131,18 +134,44 @@ class CudaBackend final : public Backend {
     ctx_.record(IC_CUDA_CHECK(
         launch_sum_squares(x, n(count), partials_.as<double>(), result, ctx_.stream)));
   }
-  void rmsprop_update(const OptimizerArgs& a, float decay, float momentum, float epsilon) override {
-    ctx_.record(
-        IC_CUDA_CHECK(launch_rmsprop(a.params, a.grads, a.slot1, a.slot2, n(a.count),
-                                     a.learning_rate, decay, momentum, epsilon, ctx_.stream)));
+  void scale_add(float* y, float a, float b, const float* x, size_t count) override {
+    ctx_.record(IC_CUDA_CHECK(launch_scale_add(y, a, b, x, n(count), ctx_.stream)));
   }
-  void momentum_update(const OptimizerArgs& a, float momentum) override {
-    ctx_.record(IC_CUDA_CHECK(launch_momentum(a.params, a.grads, a.slot1, n(a.count),
-                                              a.learning_rate, momentum, ctx_.stream)));
+  void scale_add_square(float* y, float a, float b, const float* x, size_t count) override {
+    ctx_.record(IC_CUDA_CHECK(launch_scale_add_square(y, a, b, x, n(count), ctx_.stream)));
   }
-  void sgd_update(const OptimizerArgs& a) override {
+  void scale_add_over_root(float* y, float a, float b, const float* x, const float* z,
+                           const RootDenominator& d, size_t count) override {
+    ctx_.record(IC_CUDA_CHECK(launch_scale_add_over_root(y, a, b, x, z, d.inner_epsilon, d.divisor,
+                                                         d.outer_epsilon, n(count), ctx_.stream)));
+  }
+  // The (offset, count) pairs go up, one block per range sums its squares, the sums come
+  // down; both live in one device buffer that grows when a call has more ranges.
+  void sum_squares_per_range(const float* x, std::span<const FlatRange> ranges,
+                             double* host_sums) override {
+    if (ranges.empty()) return;
+    const size_t pair_bytes = ranges.size() * 2 * sizeof(int64_t);
+    const size_t bytes = pair_bytes + ranges.size() * sizeof(double);
+    if (range_scratch_.bytes() < bytes) {
+      Result<DeviceBuffer> grown = allocate(bytes);
+      if (!grown.ok()) {
+        ctx_.record(grown.status());
+        std::fill(host_sums, host_sums + ranges.size(), 0.0);
+        return;
+      }
+      range_scratch_ = std::move(grown).value();
+    }
+    range_pairs_.resize(2 * ranges.size());
+    for (size_t r = 0; r < ranges.size(); ++r) {
+      range_pairs_[2 * r] = n(ranges[r].offset);
+      range_pairs_[2 * r + 1] = n(ranges[r].count);
+    }
+    auto* pairs = range_scratch_.as<int64_t>();
+    auto* sums = reinterpret_cast<double*>(range_scratch_.as<char>() + pair_bytes);
+    upload(pairs, range_pairs_.data(), pair_bytes);
     ctx_.record(
-        IC_CUDA_CHECK(launch_sgd(a.params, a.grads, n(a.count), a.learning_rate, ctx_.stream)));
+        IC_CUDA_CHECK(launch_sum_squares_per_range(x, pairs, n(ranges.size()), sums, ctx_.stream)));
+    download(host_sums, sums, ranges.size() * sizeof(double));
   }
   void ema_update(float* shadow, const float* value, size_t count, float decay) override {
     ctx_.record(IC_CUDA_CHECK(launch_ema(shadow, value, n(count), decay, ctx_.stream)));
@@ -243,6 +272,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cudnnContext, CudnnDeleter> cudnn_;
   std::unique_ptr<cublasContext, CublasDeleter> cublas_;
   DeviceBuffer cublas_workspace_, seed_cell_, partials_;
+  DeviceBuffer range_scratch_;        // sum_squares_per_range: the pairs, then the sums
+  std::vector<int64_t> range_pairs_;  // their host copy
   std::unique_ptr<CUgraphExec_st, GraphExecDeleter> exec_;
   CudaContext ctx_;
   Status before_capture_;  // ctx_.first_error when the capture began

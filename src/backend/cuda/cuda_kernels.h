@@ -29,11 +29,19 @@ cudaError_t launch_axpy(float a, const float* x, float* y, int64_t count, cudaSt
 constexpr int kSumSquaresBlocks = 256;
 cudaError_t launch_sum_squares(const float* x, int64_t count, double* partials, float* result,
                                cudaStream_t stream);
-cudaError_t launch_rmsprop(float* p, const float* g, float* ms, float* mom, int64_t count, float lr,
-                           float decay, float momentum, float epsilon, cudaStream_t stream);
-cudaError_t launch_momentum(float* p, const float* g, float* accum, int64_t count, float lr,
-                            float momentum, cudaStream_t stream);
-cudaError_t launch_sgd(float* p, const float* g, int64_t count, float lr, cudaStream_t stream);
+// The optimizers' arithmetic (backend.h): y = a*y + b*x; y = a*y + b*x*x;
+// y = a*y + b*x / (sqrt(z + inner_epsilon) / divisor + outer_epsilon).
+cudaError_t launch_scale_add(float* y, float a, float b, const float* x, int64_t count,
+                             cudaStream_t stream);
+cudaError_t launch_scale_add_square(float* y, float a, float b, const float* x, int64_t count,
+                                    cudaStream_t stream);
+cudaError_t launch_scale_add_over_root(float* y, float a, float b, const float* x, const float* z,
+                                       float inner_epsilon, float divisor, float outer_epsilon,
+                                       int64_t count, cudaStream_t stream);
+// sums[r] = Σ x² over the r-th range, ranges holding (offset, count) pairs on the device, in
+// double (one block per range, fixed order: deterministic).
+cudaError_t launch_sum_squares_per_range(const float* x, const int64_t* ranges, int64_t range_count,
+                                         double* sums, cudaStream_t stream);
 cudaError_t launch_ema(float* shadow, const float* value, int64_t count, float decay,
                        cudaStream_t stream);
 

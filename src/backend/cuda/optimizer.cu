@@ -1,35 +1,40 @@
-// Flat arena passes: the optimizers (one fused kernel over the whole parameter arena), the
-// EMA of the weights, and the deterministic sum of squares (weight decay, gradient norms).
-// Formulas are backend.h's, as the CPU backend computes them.
+// Flat arena passes: the optimizers' arithmetic (backend.h's scale_add family, which
+// train/optimizer.cc composes into each update), the EMA of the weights, and the deterministic
+// sums of squares (weight decay; per-variable norms). Formulas are backend.h's, as the CPU
+// backend computes them.
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/cuda_kernels.h"
 
 namespace ic::cuda {
 namespace {
 
-__global__ void rmsprop_kernel(float* p, const float* g, float* ms, float* mom, int64_t n, float lr,
-                               float decay, float momentum, float epsilon) {
+__global__ void scale_add_kernel(float* y, float a, float b, const float* x, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = a * y[i] + b * x[i];
+}
+
+__global__ void scale_add_square_kernel(float* y, float a, float b, const float* x, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = a * y[i] + b * x[i] * x[i];
+}
+
+__global__ void scale_add_over_root_kernel(float* y, float a, float b, const float* x,
+                                           const float* z, float inner_epsilon, float divisor,
+                                           float outer_epsilon, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const float grad = g[i];
-    const float m = decay * ms[i] + (1.f - decay) * grad * grad;
-    const float v = momentum * mom[i] + lr * grad / sqrtf(m + epsilon);
-    ms[i] = m;
-    mom[i] = v;
-    p[i] -= v;
+    y[i] = a * y[i] + b * x[i] / (sqrtf(z[i] + inner_epsilon) / divisor + outer_epsilon);
   }
 }
 
-__global__ void momentum_kernel(float* p, const float* g, float* accum, int64_t n, float lr,
-                                float momentum) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const float a = momentum * accum[i] + g[i];
-    accum[i] = a;
-    p[i] -= lr * a;
+// One block per range: sums[r] = Σ x² over ranges[r], in double, in a fixed order.
+__global__ void sum_squares_per_range_kernel(const float* x, const int64_t* ranges, double* sums) {
+  __shared__ double scratch[kBlock];
+  const int64_t offset = ranges[2 * blockIdx.x], count = ranges[2 * blockIdx.x + 1];
+  double s = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += kBlock) {
+    const double v = x[offset + i];
+    s += v * v;
   }
-}
-
-__global__ void sgd_kernel(float* p, const float* g, int64_t n, float lr) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) p[i] -= lr * g[i];
+  const double total = block_reduce(s, scratch, Sum{});
+  if (threadIdx.x == 0) sums[blockIdx.x] = total;
 }
 
 __global__ void ema_kernel(float* shadow, const float* value, int64_t n, float rate) {
@@ -67,24 +72,34 @@ cudaError_t launch_sum_squares(const float* x, int64_t count, double* partials, 
   return cudaGetLastError();
 }
 
-cudaError_t launch_rmsprop(float* p, const float* g, float* ms, float* mom, int64_t count, float lr,
-                           float decay, float momentum, float epsilon, cudaStream_t stream) {
+cudaError_t launch_scale_add(float* y, float a, float b, const float* x, int64_t count,
+                             cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
-  rmsprop_kernel<<<grid_for(count), kBlock, 0, stream>>>(p, g, ms, mom, count, lr, decay, momentum,
-                                                         epsilon);
+  scale_add_kernel<<<grid_for(count), kBlock, 0, stream>>>(y, a, b, x, count);
   return cudaGetLastError();
 }
 
-cudaError_t launch_momentum(float* p, const float* g, float* accum, int64_t count, float lr,
-                            float momentum, cudaStream_t stream) {
+cudaError_t launch_scale_add_square(float* y, float a, float b, const float* x, int64_t count,
+                                    cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
-  momentum_kernel<<<grid_for(count), kBlock, 0, stream>>>(p, g, accum, count, lr, momentum);
+  scale_add_square_kernel<<<grid_for(count), kBlock, 0, stream>>>(y, a, b, x, count);
   return cudaGetLastError();
 }
 
-cudaError_t launch_sgd(float* p, const float* g, int64_t count, float lr, cudaStream_t stream) {
+cudaError_t launch_scale_add_over_root(float* y, float a, float b, const float* x, const float* z,
+                                       float inner_epsilon, float divisor, float outer_epsilon,
+                                       int64_t count, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
-  sgd_kernel<<<grid_for(count), kBlock, 0, stream>>>(p, g, count, lr);
+  scale_add_over_root_kernel<<<grid_for(count), kBlock, 0, stream>>>(y, a, b, x, z, inner_epsilon,
+                                                                     divisor, outer_epsilon, count);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_sum_squares_per_range(const float* x, const int64_t* ranges, int64_t range_count,
+                                         double* sums, cudaStream_t stream) {
+  if (range_count <= 0) return cudaSuccess;
+  sum_squares_per_range_kernel<<<static_cast<unsigned>(range_count), kBlock, 0, stream>>>(x, ranges,
+                                                                                          sums);
   return cudaGetLastError();
 }
 
