@@ -23,7 +23,9 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -393,10 +395,25 @@ std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const DnnlContext& ct
   return plans;
 }
 
-// The fastest plan for `d`, timed once per shape and remembered in the context.
+// The plans timed so far, shared by every CPU backend of the process: two graphs of one shape
+// (two loaded versions of a model, a server and classify in one process) then run the same
+// implementation and give the same answers bit for bit. Timing holds the lock: compiles that
+// race time one after the other rather than against each other.
+struct PlanCache {
+  std::mutex mutex;
+  std::map<std::string, ConvPlan> plans;
+};
+PlanCache& plan_cache() {
+  static PlanCache cache;
+  return cache;
+}
+
+// The fastest plan for `d`, timed once per shape in the process.
 Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
   const std::string key = plan_key(d);
-  if (auto known = ctx.conv_plans.find(key); known != ctx.conv_plans.end()) return known->second;
+  PlanCache& cache = plan_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (auto known = cache.plans.find(key); known != cache.plans.end()) return known->second;
   std::vector<std::unique_ptr<ConvKernel>> timed;
   ConvPlan best{};
   double best_seconds = std::numeric_limits<double>::infinity();
@@ -423,7 +440,7 @@ Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
     return error("conv2d: oneDNN has no ", dtype_name(d.compute), " implementation for input ",
                  d.input.str(), ", ", d.out_channels, " filters, kernel ", d.kernel_h, "x",
                  d.kernel_w);
-  ctx.conv_plans.emplace(key, best);
+  cache.plans.emplace(key, best);
   return best;
 }
 

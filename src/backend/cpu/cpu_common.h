@@ -55,15 +55,14 @@ struct ConvertedWeights {
 // Whether oneDNN builds bf16 convolutions on this CPU (it needs AVX-512).
 bool has_bf16_convolutions(const dnnl::engine& engine);
 
-// One CPU engine and one in-order stream for the whole backend, what the backend has learnt
-// by timing (the fastest plan per forward-only convolution shape) and the converted constant
-// weights its kernels share (conv_kernel.cc).
+// One CPU engine and one in-order stream for the whole backend, and the converted constant
+// weights its kernels share (conv_kernel.cc; the timed convolution plans are shared by every
+// backend of the process, there).
 struct DnnlContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   // Without it, convolutions asked to compute in bf16 compute in float32.
   bool native_bf16 = has_bf16_convolutions(engine);
-  std::map<std::string, ConvPlan> conv_plans;
   std::vector<std::weak_ptr<ConvertedWeights>> converted_weights;
 };
 
