@@ -97,7 +97,7 @@ Result<InferenceModel> load_for_inference(const std::string& model_dir,
   IC_ASSIGN_OR_RETURN(model.global_step, read_global_step(file, path));
 
   for (const ParamInfo& param : graph.params) {
-    // The shadow wherever there is one, as evaluation (ModelState::restore_for_eval) and the
+    // The shadow wherever there is one, as evaluation (ModelVariables::restore_for_eval) and the
     // reference's ema.variables_to_restore() do: the batch-norm moving statistics have
     // shadows too.
     const TensorEntry* entry = file.find(param.name + "/ExponentialMovingAverage");
