@@ -56,6 +56,7 @@ bool conv_timing_enabled(const Conv2dDesc& desc) {
 namespace {
 struct OpNamer {
   const char* operator()(const Conv2dDesc& d) const {
+    if (d.int8) return d.fused_relu ? "conv2d_int8+relu" : "conv2d_int8";
     return d.fused_relu ? "conv2d+relu" : "conv2d";
   }
   const char* operator()(const BatchNormDesc& d) const {
@@ -72,6 +73,7 @@ struct OpNamer {
   const char* operator()(const AddDesc& d) const { return d.fused_relu ? "add+relu" : "add"; }
   const char* operator()(const SoftmaxCrossEntropyDesc&) const { return "softmax_cross_entropy"; }
   const char* operator()(const ReshapeDesc&) const { return "reshape"; }
+  const char* operator()(const QuantizeDesc&) const { return "quantize"; }
 };
 }  // namespace
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -24,6 +25,22 @@ struct Pads {
 int64_t tf_output_size(int64_t in, int kernel, int stride, Padding padding);
 Pads tf_pads(int64_t in_h, int64_t in_w, int kernel_h, int kernel_w, int stride_h, int stride_w,
              Padding padding);
+
+// How a convolution or dense layer computes in int8 (post-training quantization):
+//   - x is the u8 value Quantize wrote: x_f32 ~ input_scale * x, x in [0, kInt8ActivationMax];
+//   - the f32 weights (params, HWIO / [K,M]) are quantized per output channel c, once, when the
+//     kernel first converts them: q = clamp(round_half_even(w / weight_scales[c]), -127, 127);
+//   - the s32 sum over x * q is multiplied by input_scale * weight_scales[c] (f32), the f32
+//     bias is added, then the ReLU post-op if fused_relu; y is f32.
+// The integer part (the s32 sums) is exact on every CPU: activations use 7 bits so that x86's
+// u8 x s8 pair instruction without VNNI (vpmaddubsw, which saturates at 16 bits) never
+// saturates: 2 * 127 * 127 < 32767.
+constexpr int kInt8ActivationMax = 127;
+constexpr int kInt8WeightMax = 127;
+struct Int8Conv {
+  float input_scale = 1.f;
+  std::vector<float> weight_scales;  // one per output channel
+};
 
 // y = conv(x, w) (+ b) (then max(y, 0) if fused_relu).
 // in: x[N,H,W,Ci]  params: w[kh,kw,Ci,Co] (+ b[Co])  out: y[N,Ho,Wo,Co]
@@ -49,6 +66,8 @@ struct Conv2dDesc {
   // op is compiled, and keeps the fastest (cudnn.benchmark). conv_timing_enabled() says
   // whether it may.
   bool time_algorithms = false;
+  // int8 inference (forward only, constant weights; see Int8Conv). Unset: float32/bf16.
+  std::optional<Int8Conv> int8 = std::nullopt;
   Shape output() const;
 };
 
@@ -115,6 +134,16 @@ struct DenseDesc {
   bool has_bias = true;
   bool needs_input_grad = true;
   bool training = true;  // false: forward only
+  std::optional<Int8Conv> int8 =
+      std::nullopt;  // int8 inference (forward only): x is u8, as a convolution's
+};
+
+// in: x (f32)  out: y (u8) = clamp(round_half_even(x / scale), 0, max_level). Quantizes a
+// value once for the int8 convolutions and dense layers that read it (inference only).
+struct QuantizeDesc {
+  Shape input;
+  float scale = 1.f;
+  int max_level = kInt8ActivationMax;
 };
 
 // in: a, b (same shape)  out: y = a + b (then ReLU if fused_relu). ResNet's shortcut.
@@ -140,9 +169,9 @@ struct ReshapeDesc {
   Shape input, output;
 };
 
-using OpDesc =
-    std::variant<Conv2dDesc, BatchNormDesc, ReluDesc, Pool2dDesc, GlobalAvgPoolDesc, ConcatDesc,
-                 DropoutDesc, DenseDesc, AddDesc, SoftmaxCrossEntropyDesc, ReshapeDesc>;
+using OpDesc = std::variant<Conv2dDesc, BatchNormDesc, ReluDesc, Pool2dDesc, GlobalAvgPoolDesc,
+                            ConcatDesc, DropoutDesc, DenseDesc, AddDesc, SoftmaxCrossEntropyDesc,
+                            ReshapeDesc, QuantizeDesc>;
 
 // "conv2d", "batch_norm", ...: for logs and the summary table.
 const char* op_name(const OpDesc& desc);

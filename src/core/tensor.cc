@@ -10,6 +10,8 @@ size_t dtype_size(DType dtype) {
     case DType::bf16: return 2;
     case DType::i32: return 4;
     case DType::i64: return 8;
+    case DType::u8: return 1;
+    case DType::s8: return 1;
   }
   return 0;
 }
@@ -20,6 +22,8 @@ const char* dtype_name(DType dtype) {
     case DType::bf16: return "bfloat16";
     case DType::i32: return "int32";
     case DType::i64: return "int64";
+    case DType::u8: return "uint8";
+    case DType::s8: return "int8";
   }
   return "?";
 }

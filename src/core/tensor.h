@@ -10,8 +10,9 @@
 
 namespace ic {
 
-// i64 appears only in checkpoints (TF's int64 global_step); graph values use f32/bf16/i32.
-enum class DType : uint8_t { f32, bf16, i32, i64 };
+// i64 appears only in checkpoints (TF's int64 global_step); graph values use f32/bf16/i32, and
+// u8 for the quantized activations of int8 inference. s8: int8 exports' quantized weights.
+enum class DType : uint8_t { f32, bf16, i32, i64, u8, s8 };
 
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);

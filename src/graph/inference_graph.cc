@@ -17,6 +17,7 @@ void mark_forward_only(Graph& graph, const InferenceGraphOptions& options) {
       conv->training = false;
       conv->constant_weights = true;
       conv->time_algorithms = options.time_algorithms;
+      conv->compute = options.compute;
     } else if (auto* dense = std::get_if<DenseDesc>(&node.desc)) {
       dense->training = false;
     } else if (auto* pool = std::get_if<Pool2dDesc>(&node.desc)) {
@@ -61,6 +62,9 @@ Result<InferenceGraph> prepare_inference_graph(const Graph& graph, const ParamSo
   }
   inference = remove_unused_params(std::move(inference));
   mark_forward_only(inference.graph, options);
+  if (options.int8) {
+    IC_ASSIGN_OR_RETURN(inference, quantize_layers(std::move(inference), *options.int8));
+  }
   return inference;
 }
 

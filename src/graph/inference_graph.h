@@ -19,12 +19,14 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "backend/backend.h"
 #include "core/status.h"
 #include "graph/inference_passes.h"
 #include "graph/param_layout.h"
+#include "graph/quantize_pass.h"
 
 namespace ic {
 
@@ -35,6 +37,10 @@ struct InferenceGraphOptions {
   // Convolution implementations chosen by timing each once when the graph is compiled;
   // false (or IC_CONV_TIMING=0 in the environment) keeps the backend's fixed choice.
   bool time_algorithms = true;
+  // bf16: convolutions compute in bfloat16 where the backend has it (else float32).
+  DType compute = DType::f32;
+  // Set: the layers it names run in int8 (graph/quantize_pass.h), after folding.
+  std::optional<QuantizationTable> int8;
 };
 
 // One parameter's value as a checkpoint holds it: shape.numel() float32s, row-major,

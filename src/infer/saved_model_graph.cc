@@ -281,6 +281,10 @@ class Translator {
     return relu(node.name + "/Relu", add->name());
   }
 
+  Result<std::string> translate(const Node&, const QuantizeDesc&) {
+    return error("an int8 inference graph has no SavedModel translation (export the model graph)");
+  }
+
   Result<std::string> translate(const Node&, const SoftmaxCrossEntropyDesc&) {
     return error("a loss has no serving translation (export an inference graph)");
   }

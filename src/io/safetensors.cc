@@ -23,6 +23,8 @@ std::optional<DType> parse_dtype(const std::string& name) {
   if (name == "BF16") return DType::bf16;
   if (name == "I32") return DType::i32;
   if (name == "I64") return DType::i64;
+  if (name == "U8") return DType::u8;
+  if (name == "I8") return DType::s8;
   return std::nullopt;
 }
 
@@ -38,6 +40,8 @@ const char* safetensors_dtype_name(DType dtype) {
     case DType::bf16: return "BF16";
     case DType::i32: return "I32";
     case DType::i64: return "I64";
+    case DType::u8: return "U8";
+    case DType::s8: return "I8";
   }
   return "?";
 }
@@ -131,7 +135,7 @@ Status parse_tensor_info(const std::string& name, const JsonValue& info, Pending
   const std::optional<DType> parsed = parse_dtype(dtype->text);
   if (!parsed) {
     return error("tensor ", name, ": unsupported dtype ", dtype->text,
-                 " (F32, BF16, I32, I64 are)");
+                 " (F32, BF16, I32, I64, U8, I8 are)");
   }
   if (!shape || shape->kind != JsonValue::Kind::array) {
     return data_loss("tensor ", name, ": missing \"shape\"");

@@ -3,7 +3,7 @@
 //   uint64 N (little-endian) | N bytes of JSON header, space-padded so 8+N is a multiple of 8 |
 //   tensor data, each tensor's bytes at [begin, end) of the data section, in header order.
 // Header: {"__metadata__":{"key":"value",...},
-//          "name":{"dtype":"F32"|"BF16"|"I32"|"I64","shape":[...],"data_offsets":[begin,end]},...}
+//          "name":{"dtype":"F32"|"BF16"|"I32"|"I64"|"U8"|"I8","shape":[...],"data_offsets":[begin,end]},...}
 // Data is little-endian and row-major (TF-slim layouts: HWIO kernels).
 #pragma once
 
@@ -36,7 +36,7 @@ Status write_safetensors(const std::string& path, const SafetensorsFile& file);
 // Errors name the file and what is wrong.
 Result<SafetensorsFile> read_safetensors(const std::string& path);
 
-// "F32", "BF16", "I32", "I64": safetensors' names for our dtypes.
+// "F32", "BF16", "I32", "I64", "U8", "I8": safetensors' names for our dtypes.
 const char* safetensors_dtype_name(DType dtype);
 
 }  // namespace ic

@@ -44,6 +44,8 @@ std::optional<tensorflow::DataType> to_tf_dtype(DType dtype) {
     case DType::bf16: return tensorflow::DT_BFLOAT16;
     case DType::i32: return tensorflow::DT_INT32;
     case DType::i64: return tensorflow::DT_INT64;
+    case DType::u8: return tensorflow::DT_UINT8;
+    case DType::s8: return tensorflow::DT_INT8;
   }
   return std::nullopt;
 }
@@ -54,6 +56,8 @@ std::optional<DType> from_tf_dtype(int dtype) {
     case tensorflow::DT_BFLOAT16: return DType::bf16;
     case tensorflow::DT_INT32: return DType::i32;
     case tensorflow::DT_INT64: return DType::i64;
+    case tensorflow::DT_UINT8: return DType::u8;
+    case tensorflow::DT_INT8: return DType::s8;
     default: return std::nullopt;
   }
 }
@@ -337,7 +341,7 @@ Result<uint64_t> check_entry(const tensorflow::BundleEntryProto& entry, int num_
   const std::optional<DType> dtype = from_tf_dtype(entry.dtype());
   if (!dtype) {
     return error("has dtype ", tf_dtype_name(entry.dtype()),
-                 " (readable: DT_FLOAT, DT_BFLOAT16, DT_INT32, DT_INT64)");
+                 " (readable: DT_FLOAT, DT_BFLOAT16, DT_INT32, DT_INT64, DT_UINT8, DT_INT8)");
   }
   const uint64_t element = dtype_size(*dtype);
   if (count > UINT64_MAX / element) return data_loss("has a byte size that overflows");

@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "core/status.h"
 #include "graph/graph.h"
+#include "graph/quantize_pass.h"
 #include "io/checkpoint_contents.h"
 #include "models/model.h"
 #include "runtime/checkpoint_meta.h"
@@ -32,6 +33,11 @@ struct InferenceModel {
   // evaluation uses; the trainer keeps shadows of the batch-norm moving statistics too), else
   // the raw tensor.
   std::map<std::string, TensorEntry> weights;
+  // Set for an int8 export (docs/int8.md): its layers' scales. `weights` then holds the
+  // quantized layers' weights dequantized (q * scale) and their batch norms as the identity
+  // (beta the folded bias, mean 0, variance 1 - epsilon), so every other path reads it as a
+  // float32 model of the same values.
+  std::optional<QuantizationTable> int8;
 };
 
 // The newest servable in `dir`, the one rule resolve_checkpoint and serve's watcher share:

@@ -166,6 +166,7 @@ struct Compiler {
     return make_softmax_cross_entropy(d);
   }
   Result<std::unique_ptr<OpKernel>> operator()(const ReshapeDesc& d) { return make_reshape(d); }
+  Result<std::unique_ptr<OpKernel>> operator()(const QuantizeDesc& d) { return make_quantize(d); }
 };
 
 Result<std::unique_ptr<OpKernel>> CpuBackend::compile(const OpDesc& desc) {

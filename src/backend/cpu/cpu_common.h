@@ -11,6 +11,7 @@
 //   avg_pool, global_avg_pool, concat, dropout, reshape, add: nothing
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -103,6 +104,18 @@ void parallel_for(int64_t count, int64_t min_per_thread, Body body) {
   for (int64_t i = 0; i < count; ++i) body(i);
 }
 
+constexpr int64_t kChunk = 1 << 14;  // elements per parallel task in flat loops
+
+// Runs body(begin, end) over [0, count) in chunks of kChunk elements.
+template <typename Body>
+void chunked(int64_t count, Body body) {
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  parallel_for(chunks, 1, [&](int64_t c) {
+    const int64_t begin = c * kChunk;
+    body(begin, std::min(count, begin + kChunk));
+  });
+}
+
 // Kernel factories. Each returns an error for shapes it cannot handle.
 Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_batch_norm(const BatchNormDesc& d, DnnlContext& ctx);
@@ -115,5 +128,6 @@ Result<std::unique_ptr<OpKernel>> make_concat(const ConcatDesc& d);
 Result<std::unique_ptr<OpKernel>> make_dropout(const DropoutDesc& d);
 Result<std::unique_ptr<OpKernel>> make_softmax_cross_entropy(const SoftmaxCrossEntropyDesc& d);
 Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d);
+Result<std::unique_ptr<OpKernel>> make_quantize(const QuantizeDesc& d);
 
 }  // namespace ic::cpu

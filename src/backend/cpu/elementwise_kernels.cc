@@ -11,18 +11,6 @@
 namespace ic::cpu {
 namespace {
 
-constexpr int64_t kChunk = 1 << 14;  // elements per parallel task in flat loops
-
-// Runs body(begin, end) over [0, count) in chunks of kChunk elements.
-template <typename Body>
-void chunked(int64_t count, Body body) {
-  const int64_t chunks = (count + kChunk - 1) / kChunk;
-  parallel_for(chunks, 1, [&](int64_t c) {
-    const int64_t begin = c * kChunk;
-    body(begin, std::min(count, begin + kChunk));
-  });
-}
-
 class ReluKernel final : public OpKernel {
  public:
   explicit ReluKernel(const ReluDesc& d) : count_(d.input.numel()) {}

@@ -282,7 +282,10 @@ class CudaBackend final : public Backend {
 
 struct Compiler {
   CudaContext& ctx;
-  Result<std::unique_ptr<OpKernel>> operator()(const Conv2dDesc& d) { return make_conv2d(d, ctx); }
+  Result<std::unique_ptr<OpKernel>> operator()(const Conv2dDesc& d) {
+    if (d.int8) return int8_refused();
+    return make_conv2d(d, ctx);
+  }
   Result<std::unique_ptr<OpKernel>> operator()(const BatchNormDesc& d) {
     return make_batch_norm(d, ctx);
   }
@@ -295,13 +298,21 @@ struct Compiler {
   Result<std::unique_ptr<OpKernel>> operator()(const DropoutDesc& d) {
     return make_dropout(d, ctx);
   }
-  Result<std::unique_ptr<OpKernel>> operator()(const DenseDesc& d) { return make_dense(d, ctx); }
+  Result<std::unique_ptr<OpKernel>> operator()(const DenseDesc& d) {
+    if (d.int8) return int8_refused();
+    return make_dense(d, ctx);
+  }
   Result<std::unique_ptr<OpKernel>> operator()(const AddDesc& d) { return make_add(d, ctx); }
   Result<std::unique_ptr<OpKernel>> operator()(const SoftmaxCrossEntropyDesc& d) {
     return make_softmax_cross_entropy(d, ctx);
   }
   Result<std::unique_ptr<OpKernel>> operator()(const ReshapeDesc& d) {
     return make_reshape(d, ctx);
+  }
+  Result<std::unique_ptr<OpKernel>> operator()(const QuantizeDesc&) { return int8_refused(); }
+  static Result<std::unique_ptr<OpKernel>> int8_refused() {
+    return invalid_argument(
+        "int8 inference runs on the CPU backend only (--precision=int8 needs --device=cpu)");
   }
 };
 

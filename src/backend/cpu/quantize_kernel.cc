@@ -1,0 +1,51 @@
+// Quantize: f32 -> u8 at one scale (int8 inference), y = clamp(round_half_even(x / scale), 0,
+// max_level). x / scale is computed as x * (1 / scale) in f32 everywhere, so every backend and
+// the tests' reference agree to the bit; rounding is the current mode's (nearest even).
+#include <cmath>
+
+#include "backend/cpu/cpu_common.h"
+
+namespace ic::cpu {
+namespace {
+
+class QuantizeKernel final : public OpKernel {
+ public:
+  explicit QuantizeKernel(const QuantizeDesc& d)
+      : count_(d.input.numel()),
+        inverse_scale_(1.f / d.scale),
+        max_level_(static_cast<float>(d.max_level)) {}
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("quantize", b, 1, 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext&) override {
+    const auto* x = static_cast<const float*>(b_.inputs[0]);
+    auto* y = static_cast<uint8_t*>(b_.outputs[0]);
+    const float inverse = inverse_scale_, top = max_level_;
+    chunked(count_, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) {
+        const float q = std::nearbyint(x[i] * inverse);
+        y[i] = static_cast<uint8_t>(q < 0.f ? 0.f : (q > top ? top : q));
+      }
+    });
+  }
+  void backward(const StepContext&) override {}
+
+ private:
+  int64_t count_;
+  float inverse_scale_, max_level_;
+  OpBindings b_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<OpKernel>> make_quantize(const QuantizeDesc& d) {
+  if (!(d.scale > 0.f) || !std::isfinite(d.scale))
+    return invalid_argument("quantize: scale ", d.scale, " is not positive and finite");
+  if (d.max_level < 1 || d.max_level > 255)
+    return invalid_argument("quantize: max_level ", d.max_level, " is not in [1, 255]");
+  return std::unique_ptr<OpKernel>(std::make_unique<QuantizeKernel>(d));
+}
+
+}  // namespace ic::cpu

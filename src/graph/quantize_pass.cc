@@ -1,0 +1,112 @@
+#include "graph/quantize_pass.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+namespace ic {
+
+namespace {
+
+bool positive_finite(float v) { return v > 0.f && std::isfinite(v); }
+
+// The int8 fields of a convolution or dense node and its output channels; nullptr otherwise.
+std::optional<Int8Conv>* int8_slot(Node& node, int64_t* channels) {
+  if (auto* conv = std::get_if<Conv2dDesc>(&node.desc)) {
+    *channels = conv->out_channels;
+    return &conv->int8;
+  }
+  if (auto* dense = std::get_if<DenseDesc>(&node.desc)) {
+    *channels = dense->out_features;
+    return &dense->int8;
+  }
+  return nullptr;
+}
+
+uint32_t float_bits(float v) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+}  // namespace
+
+std::vector<float> per_channel_weight_scales(const std::vector<float>& weights, int64_t channels) {
+  const auto c = static_cast<size_t>(channels);
+  std::vector<float> largest(c, 0.f);
+  for (size_t k = 0; k < weights.size(); ++k)
+    largest[k % c] = std::max(largest[k % c], std::fabs(weights[k]));
+  for (float& s : largest) s = s > 0.f ? s / static_cast<float>(kInt8WeightMax) : 1.f;
+  return largest;
+}
+
+Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTable& table) {
+  if (in.graph.training) return error("quantize_layers needs an inference graph");
+  size_t found = 0;
+  Graph& graph = in.graph;
+  std::vector<Node> nodes;
+  nodes.reserve(graph.nodes.size() * 2);
+  // (value, scale) -> the u8 value a Quantize node already wrote.
+  std::map<std::pair<ValueId, uint32_t>, ValueId> quantized;
+  for (Node& node : graph.nodes) {
+    auto entry = table.layers.find(node.name);
+    if (entry == table.layers.end()) {
+      nodes.push_back(std::move(node));
+      continue;
+    }
+    ++found;
+    const LayerQuantization& layer = entry->second;
+    int64_t channels = 0;
+    std::optional<Int8Conv>* slot = int8_slot(node, &channels);
+    if (slot == nullptr)
+      return invalid_argument("int8 layer ", node.name, " is a ", op_name(node.desc),
+                              ", not a convolution or dense layer");
+    if (!positive_finite(layer.input_scale))
+      return invalid_argument("int8 layer ", node.name, ": input scale ", layer.input_scale,
+                              " is not positive and finite");
+    if (layer.weight_scales.size() != static_cast<size_t>(channels))
+      return invalid_argument("int8 layer ", node.name, " has ", layer.weight_scales.size(),
+                              " weight scales for ", channels, " output channels");
+    for (float s : layer.weight_scales)
+      if (!positive_finite(s))
+        return invalid_argument("int8 layer ", node.name, ": weight scale ", s,
+                                " is not positive and finite");
+    if (auto* conv = std::get_if<Conv2dDesc>(&node.desc)) conv->constant_weights = true;
+    *slot = Int8Conv{layer.input_scale, layer.weight_scales};
+
+    const ValueId x = node.inputs.at(0);
+    const auto key = std::make_pair(x, float_bits(layer.input_scale));
+    auto done = quantized.find(key);
+    if (done == quantized.end()) {
+      const ValueInfo source = graph.values[static_cast<size_t>(x)];
+      graph.values.push_back(ValueInfo{source.name + "/quantized", source.shape, DType::u8, kNone});
+      const auto q = static_cast<ValueId>(graph.values.size() - 1);
+      Node quantize;
+      quantize.name = source.name + "/quantize";
+      quantize.desc = QuantizeDesc{source.shape, layer.input_scale, kInt8ActivationMax};
+      quantize.inputs = {x};
+      quantize.outputs = {q};
+      nodes.push_back(std::move(quantize));
+      done = quantized.emplace(key, q).first;
+    }
+    node.inputs[0] = done->second;
+    nodes.push_back(std::move(node));
+  }
+  if (found != table.layers.size()) {
+    for (const auto& [name, layer] : table.layers) {
+      (void)layer;
+      const bool present =
+          std::any_of(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == name; });
+      if (!present)
+        return invalid_argument("int8 layer ", name, " is not a layer of this model's graph");
+    }
+  }
+  graph.nodes = std::move(nodes);
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    for (ValueId out : graph.nodes[i].outputs)
+      graph.values[static_cast<size_t>(out)].producer = static_cast<NodeId>(i);
+  return in;
+}
+
+}  // namespace ic

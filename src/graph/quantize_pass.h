@@ -1,0 +1,44 @@
+// int8 inference (post-training quantization) on an inference graph whose batch norms are
+// folded: the convolutions and dense layers a QuantizationTable names compute in int8 (ops.h's
+// Int8Conv). Each value such a layer reads gets ONE Quantize node (f32 -> u8 at the value's
+// calibrated scale), shared by every quantized layer that reads it; the layers write f32, so
+// pooling, concatenation and the layers left in f32 see what they always saw.
+//
+// Which layers: a layer is quantized when the table has its node name. Calibration
+// (runtime/calibration.h) leaves out the layers whose input can be negative (the first
+// convolution reads the images, in [-1, 1]): activations are u8.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "graph/inference_passes.h"
+
+namespace ic {
+
+struct LayerQuantization {
+  // The u8 input: x ~ input_scale * q, q in [0, kInt8ActivationMax].
+  float input_scale = 0.f;
+  // Per output channel c: w ~ weight_scales[c] * q, q in [-kInt8WeightMax, kInt8WeightMax].
+  std::vector<float> weight_scales;
+};
+
+struct QuantizationTable {
+  std::map<std::string, LayerQuantization> layers;  // by node name (the layer's TF-slim scope)
+  int64_t calibration_images = 0;                   // how many images set the input scales
+  std::string calibration_data;                     // the files they came from
+};
+
+// Per output channel: max |w| / kInt8WeightMax over weights whose output channel is the
+// innermost axis (HWIO convolution kernels, [K,M] dense kernels); a channel of zeros gets 1.
+std::vector<float> per_channel_weight_scales(const std::vector<float>& weights, int64_t channels);
+
+// The layers of `in` named in `table` made int8, with a Quantize node before each value they
+// read. Fails naming the layer when an entry does not fit (wrong number of weight scales, a
+// scale that is not positive and finite, a name that is not a convolution or dense layer).
+Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTable& table);
+
+}  // namespace ic

@@ -1,0 +1,29 @@
+#include "runtime/precision.h"
+
+namespace ic {
+
+const char* precision_name(InferencePrecision precision) {
+  switch (precision) {
+    case InferencePrecision::float32: return "float32";
+    case InferencePrecision::bfloat16: return "bfloat16";
+    case InferencePrecision::int8: return "int8";
+  }
+  return "?";
+}
+
+Result<InferenceGraphOptions> graph_options_for(const InferenceModel& model,
+                                                InferencePrecision precision,
+                                                InferenceGraphOptions base) {
+  base.compute = precision == InferencePrecision::bfloat16 ? DType::bf16 : DType::f32;
+  base.int8.reset();
+  if (precision == InferencePrecision::int8) {
+    if (!model.int8)
+      return invalid_argument(model.checkpoint,
+                              " is not an int8 export: --precision=int8 runs what "
+                              "`export_model --format=int8` writes (it calibrates the scales)");
+    base.int8 = *model.int8;
+  }
+  return base;
+}
+
+}  // namespace ic
