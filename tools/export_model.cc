@@ -1,6 +1,8 @@
 // export_model: a trained checkpoint as a TensorFlow SavedModel (TF Serving,
-// tf.saved_model.load), a safetensors file of the inference weights, or ONNX.
+// tf.saved_model.load), a safetensors file of the inference weights, ONNX, or an int8 model
+// quantized after training (calibrated on TFRecord images: infer/calibration.h).
 //   export_model --model_dir=DIR --export_dir=OUT [--checkpoint=PATH] [--format=saved_model]
+//   export_model --model_dir=DIR --export_dir=OUT --format=int8 [--calibration_data=DATA_DIR]
 // Each export goes into a new numbered directory OUT/<unix seconds>/ (infer/model_export.h).
 #include <array>
 #include <iostream>
@@ -9,6 +11,7 @@
 #include "command_line.h"
 #include "core/exit_code.h"
 #include "core/main_guard.h"
+#include "infer/calibration.h"
 #include "infer/model_export.h"
 #include "runtime/inference_model.h"
 
@@ -16,10 +19,11 @@ namespace ic {
 // --format's names, in the order its help and its error list them.
 template <>
 struct Choices<ExportFormat> {
-  static constexpr std::array<ChoiceName<ExportFormat>, 3> names = {
+  static constexpr std::array<ChoiceName<ExportFormat>, 4> names = {
       {{ExportFormat::saved_model, "saved_model"},
        {ExportFormat::onnx, "onnx"},
-       {ExportFormat::safetensors, "safetensors"}}};
+       {ExportFormat::safetensors, "safetensors"},
+       {ExportFormat::int8, "int8"}}};
 };
 }  // namespace ic
 
@@ -28,6 +32,9 @@ namespace {
 struct ExportFlags {
   std::string model_dir, checkpoint, export_dir;
   ic::ExportFormat format = ic::ExportFormat::saved_model;
+  std::string calibration_data;
+  int64_t calibration_images = 512;
+  int32_t num_threads = 0;
 };
 
 const ic::FlagTable<ExportFlags>& export_flags() {
@@ -43,9 +50,37 @@ const ic::FlagTable<ExportFlags>& export_flags() {
            "time in seconds, OUT/<timestamp>/, as TensorFlow Serving's model_base_path expects"),
       choice("format", &O::format,
              "saved_model (saved_model.pb + variables/), safetensors (model.safetensors: the "
-             "inference weights and metadata) or onnx (model.onnx)"),
+             "inference weights and metadata), onnx (model.onnx) or int8 (model.safetensors "
+             "with int8 weights and calibrated scales, and model.onnx in QDQ form)"),
+      text("calibration_data", &O::calibration_data,
+           "int8: the TFRecord directory whose train-* images calibrate the activation scales "
+           "(default: the --data_dir the checkpoint was trained on)"),
+      number("calibration_images", &O::calibration_images, ic::flag_entries::at_least(1),
+             "int8: how many images (the first of the sorted train-* files) calibrate"),
+      number("num_threads", &O::num_threads, ic::flag_entries::at_least(0),
+             "int8: CPU threads of the calibration run; 0 = all cores"),
   });
   return table;
+}
+
+// Sets model.int8 from a calibration run on the CPU, and says what it read.
+ic::Status calibrate(const ExportFlags& flags, ic::InferenceModel& model) {
+  using namespace ic;
+  CalibrationOptions options;
+  options.data_dir =
+      flags.calibration_data.empty() ? training_data_dir(model.meta) : flags.calibration_data;
+  if (options.data_dir.empty())
+    return invalid_argument("--format=int8 needs --calibration_data: ", model.checkpoint,
+                            " does not record the --data_dir it was trained on");
+  options.images = flags.calibration_images;
+  BackendOptions backend_options;
+  backend_options.num_threads = flags.num_threads;
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, make_backend(backend_options));
+  IC_ASSIGN_OR_RETURN(QuantizationTable table, calibrate_int8(*backend, model, options));
+  std::cout << "Calibrated " << table.layers.size() << " int8 layers on "
+            << table.calibration_images << " images of " << table.calibration_data << std::endl;
+  model.int8 = std::move(table);
+  return Status();
 }
 
 int export_main(int argc, char** argv) {
@@ -65,6 +100,13 @@ int export_main(int argc, char** argv) {
   if (!model.ok()) {
     std::cerr << "export_model: " << model.status().message() << std::endl;
     return exit_code_for(model.status());
+  }
+  if (flags.format == ExportFormat::int8) {
+    Status calibrated = calibrate(flags, *model);
+    if (!calibrated.ok()) {
+      std::cerr << "export_model: " << calibrated.message() << std::endl;
+      return exit_code_for(calibrated);
+    }
   }
   Result<std::string> written = export_trained_model(*model, flags.export_dir, flags.format);
   if (!written.ok()) {

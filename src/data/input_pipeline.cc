@@ -86,12 +86,13 @@ struct InputPipeline::State {
 
 Result<std::vector<std::string>> list_input_files(const std::string& data_dir, bool training,
                                                   int shard_index, int num_shards,
-                                                  bool* reads_every_file) {
+                                                  bool* reads_every_file,
+                                                  const std::string& eval_prefix) {
   if (reads_every_file != nullptr) *reads_every_file = num_shards == 1;
   if (num_shards < 1 || shard_index < 0 || shard_index >= num_shards) {
     return error("shard ", shard_index, " of ", num_shards, " is not a valid input shard");
   }
-  const std::string prefix = training ? "train-" : "validation-";
+  const std::string prefix = training ? "train-" : eval_prefix;
   IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(data_dir));
   Result<std::vector<DirEntry>> entries = fs->list(data_dir);
   if (!entries.ok()) return entries.status().with_context("cannot list --data_dir " + data_dir);
@@ -196,9 +197,10 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
   }
   if (options.num_threads < 1) return error("num_threads must be >= 1, got ", options.num_threads);
   bool reads_every_file = false;
-  IC_ASSIGN_OR_RETURN(std::vector<std::string> files,
-                      list_input_files(options.data_dir, options.training, options.shard_index,
-                                       options.num_shards, &reads_every_file));
+  IC_ASSIGN_OR_RETURN(
+      std::vector<std::string> files,
+      list_input_files(options.data_dir, options.training, options.shard_index, options.num_shards,
+                       &reads_every_file, options.eval_file_prefix));
   if (options.training) IC_RETURN_IF_ERROR(check_shuffle_buffer_memory(options, files.front()));
   auto state = std::make_shared<State>();
   state->options = options;

@@ -44,6 +44,9 @@ struct InputOptions {
   // Evaluation: the whole evaluation (all shards together) stops after this many records
   // (0 = all): each shard takes its share, all of it when it reads every file.
   int64_t max_eval_images = 0;
+  // Evaluation-style reading (sorted, once, evaluation preprocessing) of the files whose names
+  // start with this instead of "validation-": int8 calibration reads "train-" so.
+  std::string eval_file_prefix = "validation-";
   int vgg_resize_side_min = 300, vgg_resize_side_max = 600;
   // Inception training preprocessing: the crop sampler (sample_distorted_bounding_box's
   // arguments) and the colour distortion's ranges.
@@ -115,12 +118,13 @@ class InputPipeline final : public BatchSource {
   std::shared_ptr<State> state_;
 };
 
-// The sorted `train-*` or `validation-*` files of data_dir, then every num_shards-th from
-// shard_index. Evaluation with fewer files than shards: shard 0 gets them all, the others
+// The sorted `train-*` or `validation-*` (eval_prefix*) files of data_dir, then every num_shards-th
+// from shard_index. Evaluation with fewer files than shards: shard 0 gets them all, the others
 // none. Error when data_dir has no such file, or a training shard gets none.
 // `reads_every_file` (optional) says whether this shard got every file.
 Result<std::vector<std::string>> list_input_files(const std::string& data_dir, bool training,
                                                   int shard_index, int num_shards,
-                                                  bool* reads_every_file = nullptr);
+                                                  bool* reads_every_file = nullptr,
+                                                  const std::string& eval_prefix = "validation-");
 
 }  // namespace ic

@@ -33,6 +33,8 @@ struct BackwardStep {
 struct ForwardStep {
   OpKernel* kernel = nullptr;
   const char* op = nullptr;
+  std::string node;  // for forward_observing
+  std::vector<const void*> inputs;
 };
 
 // Trainable parameters no loss depends on: their gradient is written as zero.
@@ -61,6 +63,13 @@ class Executor final : public CompiledGraph {
       } else {
         step.kernel->forward(ctx);
       }
+    }
+  }
+
+  void forward_observing(const StepContext& ctx, const NodeObserver& before) override {
+    for (const ForwardStep& step : forward_) {
+      before(step.node, step.inputs);
+      step.kernel->forward(ctx);
     }
   }
 
@@ -249,7 +258,7 @@ Status Executor::build(const Graph& original, const ParamLayout& layout,
     }
     IC_RETURN_IF_ERROR(kernels_[i]->bind(b).with_context(std::string("binding ") +
                                                          op_name(node.desc) + " " + node.name));
-    forward_.push_back(ForwardStep{kernels_[i].get(), op_name(node.desc)});
+    forward_.push_back(ForwardStep{kernels_[i].get(), op_name(node.desc), node.name, b.inputs});
     if (backward)
       backward_.push_back(
           BackwardStep{kernels_[i].get(), op_name(node.desc), adds_begin, adds_.size()});

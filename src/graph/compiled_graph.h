@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,13 @@ class CompiledGraph {
   virtual int32_t* labels() = 0;
 
   virtual void forward(const StepContext& ctx) = 0;
+  // forward(), calling `before(node_name, inputs)` before each kernel runs: `inputs` are the
+  // node's inputs' device pointers, valid until its kernel runs (the memory plan reuses them
+  // later). For calibration, which must see every intermediate value; aliasing nodes (reshape)
+  // are not reported.
+  using NodeObserver =
+      std::function<void(const std::string& node_name, const std::vector<const void*>& inputs)>;
+  virtual void forward_observing(const StepContext& ctx, const NodeObserver& before) = 0;
   // Training graphs: writes every trainable parameter's gradient into binding.grads (=).
   virtual void backward(const StepContext& ctx) = 0;
 

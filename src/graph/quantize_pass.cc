@@ -65,15 +65,9 @@ Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTabl
     if (!positive_finite(layer.input_scale))
       return invalid_argument("int8 layer ", node.name, ": input scale ", layer.input_scale,
                               " is not positive and finite");
-    if (layer.weight_scales.size() != static_cast<size_t>(channels))
-      return invalid_argument("int8 layer ", node.name, " has ", layer.weight_scales.size(),
-                              " weight scales for ", channels, " output channels");
-    for (float s : layer.weight_scales)
-      if (!positive_finite(s))
-        return invalid_argument("int8 layer ", node.name, ": weight scale ", s,
-                                " is not positive and finite");
+    const std::vector<float>& weights = in.values.at(static_cast<size_t>(node.params.at(0)));
     if (auto* conv = std::get_if<Conv2dDesc>(&node.desc)) conv->constant_weights = true;
-    *slot = Int8Conv{layer.input_scale, layer.weight_scales};
+    *slot = Int8Conv{layer.input_scale, per_channel_weight_scales(weights, channels)};
 
     const ValueId x = node.inputs.at(0);
     const auto key = std::make_pair(x, float_bits(layer.input_scale));

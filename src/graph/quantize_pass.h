@@ -22,7 +22,12 @@ namespace ic {
 struct LayerQuantization {
   // The u8 input: x ~ input_scale * q, q in [0, kInt8ActivationMax].
   float input_scale = 0.f;
-  // Per output channel c: w ~ weight_scales[c] * q, q in [-kInt8WeightMax, kInt8WeightMax].
+  // Per output channel c of the weights as the model's checkpoint holds them (before batch
+  // norm is folded in): w ~ weight_scales[c] * q, q in [-kInt8WeightMax, kInt8WeightMax]. What
+  // an int8 export stores and its ONNX QDQ form uses. quantize_layers does not read them: it
+  // takes per_channel_weight_scales of the folded weights, which quantize to the same integers
+  // (folding multiplies each output channel by one positive factor... or a negative one: the
+  // symmetric rounding is odd, so either way q is the same).
   std::vector<float> weight_scales;
 };
 
@@ -36,9 +41,10 @@ struct QuantizationTable {
 // innermost axis (HWIO convolution kernels, [K,M] dense kernels); a channel of zeros gets 1.
 std::vector<float> per_channel_weight_scales(const std::vector<float>& weights, int64_t channels);
 
-// The layers of `in` named in `table` made int8, with a Quantize node before each value they
-// read. Fails naming the layer when an entry does not fit (wrong number of weight scales, a
-// scale that is not positive and finite, a name that is not a convolution or dense layer).
+// The layers of `in` named in `table` made int8 (weight scales: per_channel_weight_scales of
+// their weights in `in`), with a Quantize node before each value they read. Fails naming the
+// layer when an entry does not fit (an input scale that is not positive and finite, a name
+// that is not a convolution or dense layer of the graph).
 Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTable& table);
 
 }  // namespace ic

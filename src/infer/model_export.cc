@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -29,6 +31,61 @@ Status write_safetensors_export(const InferenceModel& model, const std::string& 
   return write_safetensors(path, metadata, tensors);
 }
 
+Status write_int8_export(const InferenceModel& model, const std::string& path) {
+  if (!model.int8) return invalid_argument("an int8 export needs the model's int8 calibration");
+  const QuantizationTable& table = *model.int8;
+  std::map<std::string, std::string> metadata = checkpoint_metadata(model.meta);
+  metadata["source"] = model.checkpoint;
+  metadata["weights"] = "inference (exponential moving averages where the checkpoint has them)";
+  metadata["precision"] = "int8";
+  metadata["calibration_images"] = std::to_string(table.calibration_images);
+  metadata["calibration_data"] = table.calibration_data;
+
+  // Storage for what the views below point at: the int8 weights and the scales.
+  std::map<std::string, std::vector<int8_t>> quantized;
+  std::map<std::string, float> input_scales;
+  for (const auto& [layer, q] : table.layers) {
+    const std::string weights_name = layer + "/weights";
+    auto w = model.weights.find(weights_name);
+    if (w == model.weights.end())
+      return not_found(model.checkpoint, ": no tensor ", weights_name, " for int8 layer ", layer);
+    const size_t count = w->second.bytes.size() / sizeof(float);
+    const size_t channels = q.weight_scales.size();
+    if (channels == 0 || count % channels != 0)
+      return invalid_argument("int8 layer ", layer, ": ", channels, " weight scales for ",
+                              w->second.shape.str(), " weights");
+    std::vector<float> values(count);
+    std::memcpy(values.data(), w->second.bytes.data(), count * sizeof(float));
+    std::vector<int8_t>& out = quantized[weights_name];
+    out.resize(count);
+    for (size_t k = 0; k < count; ++k) {
+      const float level = std::nearbyint(values[k] / q.weight_scales[k % channels]);
+      out[k] = static_cast<int8_t>(std::clamp(level, -static_cast<float>(kInt8WeightMax),
+                                              static_cast<float>(kInt8WeightMax)));
+    }
+    input_scales[layer] = q.input_scale;
+  }
+  std::vector<TensorView> tensors;
+  for (const auto& [name, entry] : model.weights) {
+    auto q = quantized.find(name);
+    if (q == quantized.end()) {
+      tensors.push_back(TensorView{name, entry.dtype, entry.shape, entry.bytes.data()});
+    } else {
+      tensors.push_back(TensorView{name, DType::s8, entry.shape, q->second.data()});
+    }
+  }
+  for (const auto& [layer, q] : table.layers) {
+    tensors.push_back(TensorView{int8_weight_scales_name(layer), DType::f32,
+                                 Shape{static_cast<int64_t>(q.weight_scales.size())},
+                                 q.weight_scales.data()});
+    tensors.push_back(
+        TensorView{int8_input_scale_name(layer), DType::f32, Shape{1}, &input_scales.at(layer)});
+  }
+  const int64_t step = model.global_step;
+  tensors.push_back(TensorView{"global_step", DType::i64, Shape{}, &step});
+  return write_safetensors(path, metadata, tensors);
+}
+
 namespace {
 
 // Makes the rename that published a local export durable.
@@ -47,6 +104,10 @@ Status write_export(const InferenceModel& model, const std::string& dir, ExportF
     case ExportFormat::safetensors:
       return write_safetensors_export(model, join_path(dir, "model.safetensors"));
     case ExportFormat::onnx: return export_onnx(model, join_path(dir, "model.onnx"));
+    case ExportFormat::int8:
+      if (!model.int8) return invalid_argument("an int8 export needs the model's int8 calibration");
+      IC_RETURN_IF_ERROR(export_onnx(model, join_path(dir, "model.onnx")));
+      return write_int8_export(model, join_path(dir, "model.safetensors"));
   }
   return error("unknown export format");
 }

@@ -17,6 +17,9 @@ enum class ExportFormat {
   saved_model,  // saved_model.pb + variables/ (saved_model_export.h)
   onnx,         // model.onnx (onnx_export.h)
   safetensors,  // model.safetensors: the inference weights and the checkpoint metadata
+  // model.safetensors with the int8 layers' weights as int8 and their scales (docs/int8.md),
+  // and model.onnx, the same quantized model in ONNX's QDQ form. Needs model.int8.
+  int8,
 };
 
 // Writes `model` as `format` into a new numbered directory under `export_dir` (created if
@@ -34,5 +37,11 @@ Result<std::string> export_newest_saved_model(const std::string& model_dir,
 // own names), the int64 scalar global_step, and the checkpoint metadata plus "source" (the
 // checkpoint read) as __metadata__. classify --checkpoint reads it like a checkpoint.
 Status write_safetensors_export(const InferenceModel& model, const std::string& path);
+
+// The int8 export's model.safetensors: as write_safetensors_export, but for every layer L of
+// model.int8 the tensor "L/weights" is int8, q = clamp(round_half_even(w / s[c]), -127, 127),
+// with "L/int8_weight_scales" (f32 [channels]: s) and "L/int8_input_scale" (f32 [1]) beside
+// it, and the metadata says "precision": "int8" plus where the calibration images came from.
+Status write_int8_export(const InferenceModel& model, const std::string& path);
 
 }  // namespace ic
