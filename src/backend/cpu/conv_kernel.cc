@@ -472,6 +472,7 @@ Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& 
   if (out.h() <= 0 || out.w() <= 0)
     return error("conv2d: input ", d.input.str(), " is smaller than the ", d.kernel_h, "x",
                  d.kernel_w, " kernel");
+  if (d.int8) return make_int8_conv2d(d, ctx);  // int8 replaces `compute`
   if (d.compute != DType::f32 && d.compute != DType::bf16)
     return error("conv2d: compute type ", dtype_name(d.compute), " is not supported");
   if (d.training && d.fused_relu)

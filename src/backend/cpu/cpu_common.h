@@ -129,5 +129,9 @@ Result<std::unique_ptr<OpKernel>> make_dropout(const DropoutDesc& d);
 Result<std::unique_ptr<OpKernel>> make_softmax_cross_entropy(const SoftmaxCrossEntropyDesc& d);
 Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d);
 Result<std::unique_ptr<OpKernel>> make_quantize(const QuantizeDesc& d);
+// int8 layers (ops.h's Int8Conv; int8_kernels.cc): make_conv2d / make_dense call these when the
+// desc's `int8` is set, after checking the shapes.
+Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlContext& ctx);
+Result<std::unique_ptr<OpKernel>> make_int8_dense(const DenseDesc& d, DnnlContext& ctx);
 
 }  // namespace ic::cpu

@@ -192,6 +192,7 @@ Result<std::unique_ptr<OpKernel>> make_dense(const DenseDesc& d, DnnlContext& ct
   if (d.batch <= 0 || d.in_features <= 0 || d.out_features <= 0)
     return error("dense needs positive sizes, got batch ", d.batch, ", in ", d.in_features,
                  ", out ", d.out_features);
+  if (d.int8) return make_int8_dense(d, ctx);
   return std::unique_ptr<OpKernel>(std::make_unique<DenseKernel>(d, ctx));
 }
 

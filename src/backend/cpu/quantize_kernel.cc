@@ -1,6 +1,11 @@
 // Quantize: f32 -> u8 at one scale (int8 inference), y = clamp(round_half_even(x / scale), 0,
 // max_level). x / scale is computed as x * (1 / scale) in f32 everywhere, so every backend and
-// the tests' reference agree to the bit; rounding is the current mode's (nearest even).
+// the tests' reference agree to the bit; rounding is to nearest, ties to even.
+//
+// The loop clamps first and rounds after: the bounds are integers, so that is the same as
+// rounding then clamping, and a value in [0, 255] rounds to nearest-even by adding and
+// subtracting 2^23 (f32 keeps no fraction there). No library call (nearbyint is one without
+// SSE4.1), so the compiler vectorizes it. NaN becomes 0.
 #include <cmath>
 
 #include "backend/cpu/cpu_common.h"
@@ -23,10 +28,13 @@ class QuantizeKernel final : public OpKernel {
     const auto* x = static_cast<const float*>(b_.inputs[0]);
     auto* y = static_cast<uint8_t*>(b_.outputs[0]);
     const float inverse = inverse_scale_, top = max_level_;
+    constexpr float kRound = 8388608.f;  // 2^23
     chunked(count_, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) {
-        const float q = std::nearbyint(x[i] * inverse);
-        y[i] = static_cast<uint8_t>(q < 0.f ? 0.f : (q > top ? top : q));
+        float v = x[i] * inverse;
+        v = v > 0.f ? v : 0.f;  // also NaN
+        v = v < top ? v : top;
+        y[i] = static_cast<uint8_t>((v + kRound) - kRound);
       }
     });
   }
