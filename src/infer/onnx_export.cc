@@ -3,6 +3,7 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -10,9 +11,12 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
+#include "infer/onnx_qdq.h"
 #include "io/file_system.h"
 
 namespace ic {
@@ -61,6 +65,16 @@ class OnnxBuilder {
   Status emit_conv(const Node& node, const Node* bn_node);
   Status emit_reshape(const Node& node, const ReshapeDesc& desc);
   Result<const float*> param(ParamId id, int64_t numel) const;
+  // int8 models: the table's entry for layer `name` (null: the layer stays float32).
+  const LayerQuantization* quantization(const std::string& name) const;
+  Status check_quantization_table() const;
+  // x through Clip -> QuantizeLinear -> DequantizeLinear at `scale`: one chain per (value,
+  // scale), shared by every quantized layer that reads it, as graph/quantize_pass.cc does.
+  std::string quantized_input(ValueId x, float scale);
+  // The int8 initializer q and the DequantizeLinear (per channel on `axis`) that feeds a layer.
+  std::string dequantized_weights(const std::string& layer, const std::vector<int64_t>& dims,
+                                  const std::vector<int8_t>& q, const std::vector<float>& scales,
+                                  int64_t axis);
 
   std::string fresh(const std::string& base);  // a tensor name not used before
   const std::string& name_of(ValueId v) { return names_.at(v); }
@@ -77,6 +91,9 @@ class OnnxBuilder {
                                 const std::vector<float>& values) {
     return initializer(name, dims, values.data(), values.size() * sizeof(float),
                        onnx::TensorProto::FLOAT);
+  }
+  std::string scalar_initializer(const std::string& name, float value) {
+    return initializer(name, {}, &value, sizeof value, onnx::TensorProto::FLOAT);
   }
   std::string shape_initializer(const std::string& name, const std::vector<int64_t>& dims) {
     return initializer(name, {static_cast<int64_t>(dims.size())}, dims.data(),
@@ -95,6 +112,7 @@ class OnnxBuilder {
   std::vector<bool> node_needed_;  // the node feeds the logits (the aux head does not)
   std::vector<int> consumers_;     // per value: how many needed nodes read it
   std::set<NodeId> folded_;        // batch norms already folded into their convolution
+  std::map<std::pair<ValueId, uint32_t>, std::string> dequantized_inputs_;  // by (value, scale)
 };
 
 std::string OnnxBuilder::fresh(const std::string& base) {
@@ -171,6 +189,65 @@ Result<const float*> OnnxBuilder::param(ParamId id, int64_t numel) const {
   return reinterpret_cast<const float*>(entry.bytes.data());
 }
 
+const LayerQuantization* OnnxBuilder::quantization(const std::string& name) const {
+  if (!model_.int8) return nullptr;
+  auto it = model_.int8->layers.find(name);
+  return it == model_.int8->layers.end() ? nullptr : &it->second;
+}
+
+Status OnnxBuilder::check_quantization_table() const {
+  if (!model_.int8) return {};
+  for (const auto& [name, layer] : model_.int8->layers) {
+    (void)layer;
+    const bool quantizable =
+        std::any_of(graph_.nodes.begin(), graph_.nodes.end(), [&](const Node& n) {
+          return n.name == name && (std::holds_alternative<Conv2dDesc>(n.desc) ||
+                                    std::holds_alternative<DenseDesc>(n.desc));
+        });
+    if (!quantizable)
+      return invalid_argument("ONNX export: int8 layer ", name,
+                              " is not a convolution or dense layer of this model's graph");
+  }
+  return {};
+}
+
+std::string OnnxBuilder::quantized_input(ValueId x, float scale) {
+  const auto key = std::make_pair(x, std::bit_cast<uint32_t>(scale));
+  auto done = dequantized_inputs_.find(key);
+  if (done != dequantized_inputs_.end()) return done->second;
+  const std::string input = name_of(x);
+  const uint8_t zero = 0;
+  const std::string scale_name = scalar_initializer(input + "/input_scale", scale);
+  const std::string zero_point =
+      initializer(input + "/zero_point", {}, &zero, sizeof zero, onnx::TensorProto::UINT8);
+  const std::string low = scalar_initializer(input + "/clip_min", 0.f);
+  const std::string high = scalar_initializer(input + "/clip_max", activation_clip_max(scale));
+  const std::string clipped = fresh(input + "/clipped");
+  const std::string quantized = fresh(input + "/quantized");
+  const std::string dequantized = fresh(input + "/dequantized");
+  node("Clip", {input, low, high}, {clipped}, clipped);
+  node("QuantizeLinear", {clipped, scale_name, zero_point}, {quantized}, quantized);
+  node("DequantizeLinear", {quantized, scale_name, zero_point}, {dequantized}, dequantized);
+  return dequantized_inputs_[key] = dequantized;
+}
+
+std::string OnnxBuilder::dequantized_weights(const std::string& layer,
+                                             const std::vector<int64_t>& dims,
+                                             const std::vector<int8_t>& q,
+                                             const std::vector<float>& scales, int64_t axis) {
+  const std::string q_name =
+      initializer(layer + "/weights_quantized", dims, q.data(), q.size(), onnx::TensorProto::INT8);
+  const std::string scale_name =
+      float_initializer(layer + "/weight_scales", {static_cast<int64_t>(scales.size())}, scales);
+  const std::vector<int8_t> zeros(scales.size(), 0);
+  const std::string zero_points =
+      initializer(layer + "/weight_zero_points", {static_cast<int64_t>(zeros.size())}, zeros.data(),
+                  zeros.size(), onnx::TensorProto::INT8);
+  const std::string w = fresh(layer + "/weights");
+  integer(node("DequantizeLinear", {q_name, scale_name, zero_points}, {w}, w), "axis", axis);
+  return w;
+}
+
 Status OnnxBuilder::emit_conv(const Node& conv_node, const Node* bn_node) {
   const auto& conv = std::get<Conv2dDesc>(conv_node.desc);
   const int64_t co = conv.out_channels, ci = conv.input.c();
@@ -197,15 +274,26 @@ Status OnnxBuilder::emit_conv(const Node& conv_node, const Node* bn_node) {
     result = bn_node->outputs.at(0);
   }
   const FoldedConv folded = fold_conv(conv, w, bias, bn_node ? &bn : nullptr);
-  const std::string w_name = float_initializer(
-      conv_node.name + "/weights", {co, ci, conv.kernel_h, conv.kernel_w}, folded.weights);
+  const std::vector<int64_t> w_dims{co, ci, conv.kernel_h, conv.kernel_w};
+  std::string x = name_of(conv_node.inputs.at(0)), w_name;
+  if (const LayerQuantization* q = quantization(conv_node.name)) {
+    // The folded weights are what our int8 layer quantizes (quantize_layers runs after the
+    // folding); for an int8 model they are q · scale already (its batch norms are the identity).
+    IC_RETURN_IF_ERROR(check_layer_quantization(conv_node.name, *q, co));
+    x = quantized_input(conv_node.inputs.at(0), q->input_scale);
+    w_name = dequantized_weights(
+        conv_node.name, w_dims,
+        quantize_weights(folded.weights, q->weight_scales, ChannelAxis::outer), q->weight_scales,
+        /*axis=*/0);
+  } else {
+    w_name = float_initializer(conv_node.name + "/weights", w_dims, folded.weights);
+  }
   const std::string b_name = float_initializer(conv_node.name + "/biases", {co}, folded.bias);
 
   const Pads p = tf_pads(conv.input.h(), conv.input.w(), conv.kernel_h, conv.kernel_w,
                          conv.stride_h, conv.stride_w, conv.padding);
   const std::string y = relu ? fresh(conv_node.name + "/folded") : output_name(result);
-  onnx::NodeProto& n =
-      node("Conv", {name_of(conv_node.inputs.at(0)), w_name, b_name}, {y}, conv_node.name);
+  onnx::NodeProto& n = node("Conv", {x, w_name, b_name}, {y}, conv_node.name);
   ints(n, "kernel_shape", {conv.kernel_h, conv.kernel_w});
   ints(n, "strides", {conv.stride_h, conv.stride_w});
   ints(n, "pads", {p.top, p.left, p.bottom, p.right});  // begins (H, W), then ends
@@ -341,8 +429,19 @@ Status OnnxBuilder::emit(NodeId id) {
   if (const auto* dense = std::get_if<DenseDesc>(&n.desc)) {
     const int64_t k = dense->in_features, m = dense->out_features;
     IC_ASSIGN_OR_RETURN(const float* w, param(n.params.at(0), k * m));
-    std::vector<std::string> inputs{
-        in(0), float_initializer(n.name + "/weights", {k, m}, std::vector<float>(w, w + k * m))};
+    std::vector<std::string> inputs;
+    if (const LayerQuantization* q = quantization(n.name)) {
+      IC_RETURN_IF_ERROR(check_layer_quantization(n.name, *q, m));
+      inputs = {quantized_input(n.inputs.at(0), q->input_scale),
+                dequantized_weights(
+                    n.name, {k, m},
+                    quantize_weights(std::span<const float>(w, static_cast<size_t>(k * m)),
+                                     q->weight_scales, ChannelAxis::inner),
+                    q->weight_scales, /*axis=*/1)};
+    } else {
+      inputs = {in(0),
+                float_initializer(n.name + "/weights", {k, m}, std::vector<float>(w, w + k * m))};
+    }
     if (dense->has_bias) {
       IC_ASSIGN_OR_RETURN(const float* b, param(n.params.at(1), m));
       inputs.push_back(float_initializer(n.name + "/biases", {m}, std::vector<float>(b, b + m)));
@@ -365,6 +464,7 @@ Status OnnxBuilder::build() {
   if (graph_.images == kNone || graph_.logits == kNone) {
     return error("ONNX export: the graph has no images input or no logits");
   }
+  IC_RETURN_IF_ERROR(check_quantization_table());
   // Only what the logits need: the auxiliary head is left out.
   std::vector<bool> needed(graph_.values.size(), false);
   node_needed_.assign(graph_.nodes.size(), false);
@@ -431,6 +531,12 @@ Status export_onnx(const InferenceModel& model, const std::string& path) {
   metadata(m, "image_size",
            std::to_string(model.meta.height) + "x" + std::to_string(model.meta.width));
   metadata(m, "input_layout", "NHWC, RGB, [-1,1] (Inception evaluation preprocessing)");
+  if (model.int8) {
+    metadata(m, "quantization",
+             "int8 QDQ: uint8 activations in [0,127], int8 weights per output channel");
+    metadata(m, "int8_layers", std::to_string(model.int8->layers.size()));
+    metadata(m, "calibration_images", std::to_string(model.int8->calibration_images));
+  }
 
   onnx::GraphProto& g = *m.mutable_graph();
   g.set_name(model.meta.model);

@@ -8,6 +8,9 @@
 // Standard ai.onnx ops only (opset 13), batch norm folded into the convolutions, the batch
 // dimension dynamic ("N"), weights as little-endian raw_data initializers. The model passes
 // libonnx's checker before it is written.
+// An int8 model (model.int8 set) is written in QDQ form: each layer its table names reads
+// Clip -> QuantizeLinear -> DequantizeLinear of its input and DequantizeLinear of int8 weights
+// (infer/onnx_qdq.h; docs/formats.md "ONNX export of an int8 model").
 #pragma once
 
 #include <string>

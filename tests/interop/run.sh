@@ -20,6 +20,11 @@
 #   6. ONNX Runtime runs our ONNX exports (export_model --format=onnx) of the same models on the
 #      same images: max |dprob| <= 1e-4 against classify's softmax and the same top-1 class
 #      (check_onnx_runtime.py)
+#      (b) the QDQ export of an int8 model (export_onnx with a QuantizationTable): the
+#      float32 export calibrated in ONNX Runtime (each layer's input max / 127, the layers
+#      whose input is never negative), onnx_int8_export writes the QDQ file, and ONNX Runtime
+#      runs it against the float32 export: max |dlogit| <= 0.1 max |logit| and the same top-1
+#      class wherever the float32 margin is clear of that (check_onnx_qdq.py)
 #   7. the same for the full-size inception_v3
 #   8. the optimizer table's updates (optimizer_trace) against torch.optim.AdamW and NumPy
 #      (LARS from its paper, TensorFlow's formulas for sgd, momentum and RMSProp), after every
@@ -45,7 +50,7 @@ die() {
 }
 
 for tool in inception_v3 inception_v4 resnet50 inspect_checkpoint export_model classify \
-  optimizer_trace; do
+  optimizer_trace onnx_int8_export; do
   [[ -x $bin/$tool ]] || die "$bin/$tool is not built (cmake --build build first)"
 done
 command -v "$python" >/dev/null || die "$python not found"
@@ -218,6 +223,31 @@ onnx_agrees "$work/ours_tf" "$work/onnx_v3" "$work/images_v3.npy" "$work/logits_
 for name in v4 resnet50; do
   onnx_agrees "$work/$name" "$work/onnx_$name" "$work/images_$name.npy" "$work/logits_$name.npy"
 done
+
+# ONNX Runtime on the QDQ export of model_dir $1 (a tiny model of side $2) calibrated on
+# images of its own against its float32 export ($3: that export's directory).
+qdq_agrees() {
+  local model_dir=$1 side=$2 float_export=$3 name
+  name=$(basename "$float_export")
+  local files=("$float_export"/*/model.onnx)
+  write_images "$work/calibration_$name.npy" 8 "$side" "$side" 9
+  write_images "$work/test_$name.npy" 16 "$side" "$side" 10
+  run "calibration_$name" "$bin/onnx_int8_export" calibration "$model_dir" \
+    "$work/calibration_$name.onnx"
+  "$py" "$here/check_onnx_qdq.py" calibrate --onnx="$work/calibration_$name.onnx" \
+    --inputs="$work/calibration_$name.npy" --table="$work/table_$name.txt" ||
+    die "ONNX Runtime cannot calibrate the float32 export of $model_dir"
+  run "qdq_$name" "$bin/onnx_int8_export" qdq "$model_dir" "$work/table_$name.txt" \
+    "$work/qdq_$name.onnx"
+  "$py" "$here/check_onnx_qdq.py" compare --float32="${files[0]}" --qdq="$work/qdq_$name.onnx" \
+    --inputs="$work/test_$name.npy" --max_logit_error=0.1 ||
+    die "ONNX Runtime's run of the QDQ export of $model_dir is not the float32 export's"
+}
+
+say "6/8 (b): ONNX Runtime runs the QDQ export of an int8 model as the float32 export"
+qdq_agrees "$work/ours_tf" 75 "$work/onnx_v3"
+qdq_agrees "$work/v4" 75 "$work/onnx_v4"
+qdq_agrees "$work/resnet50" 64 "$work/onnx_resnet50"
 
 say "7/8: the same for the full-size inception_v3"
 onnx_agrees "$work/full" "$work/onnx_full" "$work/images_full.npy" "$work/logits_full.npy"
