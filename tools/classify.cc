@@ -1,8 +1,10 @@
 // classify: top-5 classes of images (or preprocessed .npy arrays) under a trained checkpoint.
-//   classify --model_dir=DIR [--labels_file=F] [--logits_out=L.npy] cat.jpg dog.png ...
+//   classify --model_dir=DIR [--labels_file=F] [--logits_out=L.npy] [--precision=float32]
+//            cat.jpg dog.png ...
 // Its flags are declared once, below: a table over ClassifyFlags (cli/flag_table.h).
 #include "infer/classify.h"
 
+#include <array>
 #include <cstdint>
 #include <iostream>
 #include <map>
@@ -18,6 +20,19 @@
 #include "core/openmp_env.h"
 #include "data/image_codec.h"
 #include "infer/npy.h"
+#include "runtime/precision.h"
+
+namespace ic {
+// --precision's names (runtime/precision.h's precision_name spells them the same), in the
+// order its help and its error list them.
+template <>
+struct Choices<InferencePrecision> {
+  static constexpr std::array<ChoiceName<InferencePrecision>, 3> names = {
+      {{InferencePrecision::float32, "float32"},
+       {InferencePrecision::bfloat16, "bfloat16"},
+       {InferencePrecision::int8, "int8"}}};
+};
+}  // namespace ic
 
 namespace {
 
@@ -27,6 +42,7 @@ struct ClassifyFlags {
   ic::DeviceChoice device{ic::DeviceChoice::Kind::cpu, std::nullopt};
   int32_t num_threads = 0;
   int64_t max_image_pixels = ic::kDefaultMaxImagePixels;
+  ic::InferencePrecision precision = ic::InferencePrecision::float32;
 };
 
 const ic::FlagTable<ClassifyFlags>& classify_flags() {
@@ -47,6 +63,9 @@ const ic::FlagTable<ClassifyFlags>& classify_flags() {
              "CPU compute threads; 0 = all cores (more than the cores: capped, with a notice)"),
       number("max_image_pixels", &O::max_image_pixels, at_least(1),
              "Images whose header claims more pixels are refused before decoding"),
+      choice("precision", &O::precision,
+             "What the model computes in: float32, bfloat16 (convolutions in bf16 where the "
+             "CPU has it, else float32) or int8 (an int8 export only)"),
   });
   return table;
 }
@@ -80,8 +99,11 @@ int classify_main(int argc, char** argv) {
     std::cerr << "classify: " << backend.status().message() << std::endl;
     return exit_code_for(backend.status());
   }
-  ClassifyOptions options{flags.model_dir, flags.checkpoint, inputs, flags.top_k,
-                          flags.max_image_pixels};
+  // The backend's description says whether bf16 is real here (or computes in float32).
+  if (flags.precision == InferencePrecision::bfloat16)
+    std::cerr << "classify: --precision=bfloat16 on " << (*backend)->description() << std::endl;
+  ClassifyOptions options{flags.model_dir, flags.checkpoint,       inputs,
+                          flags.top_k,     flags.max_image_pixels, flags.precision};
   Result<ClassifyResult> result = classify(options, **backend);
   if (!result.ok()) {
     std::cerr << "classify: " << result.status().message() << std::endl;

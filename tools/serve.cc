@@ -1,7 +1,8 @@
 // serve: a REST prediction server for a trained model_dir, speaking TensorFlow Serving's API.
-//   serve --model_dir=DIR [--port=8501] [--max_batch_size=32] [--labels_file=F]
+//   serve --model_dir=DIR [--port=8501] [--max_batch_size=32] [--labels_file=F] [--precision=auto]
 // It serves the newest checkpoint and picks up newer ones without a restart. SIGTERM/SIGINT
 // stop accepting connections, answer every request in flight, and exit 0.
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -18,7 +19,20 @@
 #include "core/stop_signal.h"
 #include "data/image_codec.h"
 #include "infer/classify.h"
+#include "runtime/precision.h"
 #include "serve/server.h"
+
+namespace ic {
+// --precision's names, in the order its help and its error list them.
+template <>
+struct Choices<ServePrecision> {
+  static constexpr std::array<ChoiceName<ServePrecision>, 4> names = {
+      {{ServePrecision::automatic, "auto"},
+       {ServePrecision::float32, "float32"},
+       {ServePrecision::bfloat16, "bfloat16"},
+       {ServePrecision::int8, "int8"}}};
+};
+}  // namespace ic
 
 namespace {
 
@@ -37,6 +51,7 @@ struct ServeFlags {
   int64_t request_timeout_ms = 30000;
   int64_t poll_interval_ms = 1000;
   std::string labels_file;
+  ic::ServePrecision precision = ic::ServePrecision::automatic;
 };
 
 // Every range serve's options may take is checked here, once (Server::create trusts them).
@@ -73,6 +88,10 @@ const ic::FlagTable<ServeFlags>& serve_flags() {
              "How often model_dir is checked for a newer checkpoint; 0 = never reload"),
       text("labels_file", &O::labels_file,
            "Label names for :classify: '<label> <name>' lines or one name per line"),
+      choice("precision", &O::precision,
+             "What the model computes in: auto (bfloat16 where the backend has native bf16 "
+             "convolutions and a start-up timing finds it faster, else float32), float32, "
+             "bfloat16, or int8 (an int8 export only)"),
   });
   return table;
 }
@@ -108,6 +127,7 @@ int serve_main(int argc, char** argv) {
   options.max_image_pixels = flags.max_image_pixels;
   options.request_timeout = std::chrono::milliseconds(flags.request_timeout_ms);
   options.poll_interval = std::chrono::milliseconds(flags.poll_interval_ms);
+  options.precision = flags.precision;
   if (!flags.labels_file.empty()) {
     Result<std::map<int64_t, std::string>> names = read_label_names(flags.labels_file);
     if (!names.ok()) {
@@ -124,9 +144,15 @@ int serve_main(int argc, char** argv) {
     std::cerr << "serve: " << server.status().message() << std::endl;
     return exit_code_for(server.status());
   }
+  // The precision the loaded model resolved to; before any model, what was asked for.
+  const std::shared_ptr<ServedModel> loaded = (*server)->current_model();
+  const std::string precision = loaded
+                                    ? precision_name(loaded->precision())
+                                    : std::string(choice_name(flags.precision)) + " (no model yet)";
   std::cerr << "serve: listening on http://" << flags.host << ":" << (*server)->port()
-            << " (model_dir " << flags.model_dir << ", batches up to " << flags.max_batch_size
-            << ", batch timeout " << flags.batch_timeout_micros << " us)" << std::endl;
+            << " (model_dir " << flags.model_dir << ", precision " << precision
+            << ", batches up to " << flags.max_batch_size << ", batch timeout "
+            << flags.batch_timeout_micros << " us)" << std::endl;
   // The signal handler only sets a flag; this thread turns it into a shutdown. Asked again
   // until run() has returned, in case the signal came before the server was accepting.
   std::atomic<bool> finished{false};

@@ -105,6 +105,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual DeviceKind kind() const = 0;
   virtual std::string description() const = 0;  // "cpu: oneDNN 2.6, 2 threads"
+  // Whether convolutions asked for bf16 (Conv2dDesc::compute) really compute in bf16; false:
+  // they compute in float32, so bf16 cannot be faster (serve's --precision=auto reads it).
+  virtual bool has_native_bf16() const { return false; }
 
   // Memory -----------------------------------------------------------------------------
   virtual Result<DeviceBuffer> allocate(size_t bytes) = 0;  // 64-byte aligned at least

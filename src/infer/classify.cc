@@ -102,10 +102,12 @@ Result<std::map<int64_t, std::string>> read_label_names(const std::string& path)
 Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend) {
   ClassifyResult result;
   IC_ASSIGN_OR_RETURN(result.checkpoint, resolve_checkpoint(options.model_dir, options.checkpoint));
-  if (options.inputs.empty()) return error("no inputs (give image or .npy files)");
+  if (options.inputs.empty()) return invalid_argument("no inputs (give image or .npy files)");
   if (options.top_k < 1)
-    return error("bad value ", options.top_k, " for top_k (allowed: 1 or more)");
+    return invalid_argument("bad value ", options.top_k, " for top_k (allowed: 1 or more)");
   IC_ASSIGN_OR_RETURN(InferenceModel model, load_for_inference("", result.checkpoint));
+  IC_ASSIGN_OR_RETURN(const InferenceGraphOptions graph_options,
+                      graph_options_for(model, options.precision));
   const CheckpointMeta& meta = model.meta;
 
   std::vector<float> images;
@@ -117,7 +119,7 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   const int64_t count = static_cast<int64_t>(names.size());
 
   IC_ASSIGN_OR_RETURN(std::unique_ptr<InferenceRunner> runner,
-                      InferenceRunner::create(backend, model, {count}));
+                      InferenceRunner::create(backend, model, {count}, graph_options));
   result.global_step = model.global_step;
   result.logits.resize(static_cast<size_t>(count * meta.num_classes));
   runner->run(count, images.data(), result.logits.data());

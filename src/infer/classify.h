@@ -5,6 +5,8 @@
 //   inputs:   JPEG/PNG files (decoded, Inception eval preprocessing at the checkpoint's image
 //             size: central crop 0.875, bilinear resize, [-1, 1]) or .npy float32 arrays
 //             already preprocessed, [H,W,3] or [N,H,W,3]
+//   precision: runtime/precision.h; int8 needs an int8 export (else invalid_argument naming
+//             the checkpoint), bfloat16 computes in float32 where the backend has no bf16
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include "core/status.h"
 #include "data/image_codec.h"
 #include "infer/top_classes.h"
+#include "runtime/precision.h"
 
 namespace ic {
 
@@ -26,6 +29,7 @@ struct ClassifyOptions {
   int top_k = 5;
   // Images whose header claims more pixels are refused before decoding.
   int64_t max_image_pixels = kDefaultMaxImagePixels;
+  InferencePrecision precision = InferencePrecision::float32;
 };
 
 struct ClassifyResult {

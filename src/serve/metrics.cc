@@ -75,6 +75,12 @@ void ServerMetrics::record_load(bool ok, int64_t version) {
   }
 }
 
+void ServerMetrics::record_precision(const std::string& model, const std::string& precision) {
+  std::lock_guard lock(mutex_);
+  model_ = model;
+  precision_ = precision;
+}
+
 std::string ServerMetrics::prometheus_text() const {
   std::lock_guard lock(mutex_);
   std::string out;
@@ -107,6 +113,13 @@ std::string ServerMetrics::prometheus_text() const {
   out += "# TYPE serve_model_loads_total counter\n";
   out += "serve_model_loads_total{result=\"ok\"} " + std::to_string(loads_ok_) + "\n";
   out += "serve_model_loads_total{result=\"failed\"} " + std::to_string(loads_failed_) + "\n";
+  if (!precision_.empty()) {
+    out +=
+        "# HELP serve_model_precision The number format the served model computes in "
+        "(--precision; auto resolved at load): 1 for the one in use.\n";
+    out += "# TYPE serve_model_precision gauge\n";
+    out += "serve_model_precision{model=\"" + model_ + "\",precision=\"" + precision_ + "\"} 1\n";
+  }
   return out;
 }
 

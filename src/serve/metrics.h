@@ -1,6 +1,7 @@
 // The server's counters in Prometheus' text exposition format (GET /metrics): requests by
 // status code, request latency, batch sizes and batch run time, images, the model version and
-// loads. Updated from every HTTP thread and the batcher; one mutex, held for a few additions.
+// loads, the precision the model computes in. Updated from every HTTP thread and the batcher; one
+// mutex, held for a few additions.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,8 @@ class ServerMetrics {
   void record_request(const std::string& endpoint, int code, double seconds);
   void record_batch(int64_t size, double seconds);
   void record_load(bool ok, int64_t version);
+  // The model now answering and its precision ("float32"): serve_model_precision's one series.
+  void record_precision(const std::string& model, const std::string& precision);
   std::string prometheus_text() const;
 
  private:
@@ -42,6 +45,7 @@ class ServerMetrics {
   uint64_t images_ = 0;
   uint64_t loads_ok_ = 0, loads_failed_ = 0;
   int64_t version_ = -1;
+  std::string model_, precision_;  // empty until a model is loaded
 };
 
 }  // namespace ic

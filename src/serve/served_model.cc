@@ -20,7 +20,8 @@ ServedModel::~ServedModel() {
 Result<std::unique_ptr<ServedModel>> ServedModel::load(const BackendOptions& backend_options,
                                                        const std::string& model_dir,
                                                        const std::string& checkpoint,
-                                                       int64_t max_batch_size) {
+                                                       int64_t max_batch_size,
+                                                       ServePrecision precision) {
   if (max_batch_size < 1) return error("bad max_batch_size ", max_batch_size, " (1 or more)");
   IC_ASSIGN_OR_RETURN(InferenceModel trained, load_for_inference(model_dir, checkpoint));
   auto model = std::make_unique<ServedModel>(Key());
@@ -32,8 +33,11 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const BackendOptions& bac
   // that is answering meanwhile.
   IC_ASSIGN_OR_RETURN(model->backend_, make_backend(backend_options));
   model->buckets_ = batch_buckets(max_batch_size);
-  IC_ASSIGN_OR_RETURN(model->runner_,
-                      InferenceRunner::create(*model->backend_, trained, model->buckets_));
+  IC_ASSIGN_OR_RETURN(PrecisionRunner compiled,
+                      compile_in_precision(*model->backend_, trained, model->buckets_, precision));
+  model->runner_ = std::move(compiled.runner);
+  model->precision_ = compiled.precision;
+  model->precision_reason_ = std::move(compiled.reason);
   model->input_.assign(static_cast<size_t>(max_batch_size * model->image_floats()), 0.f);
   model->padded_logits_.assign(static_cast<size_t>(max_batch_size * model->num_classes()), 0.f);
   return model;

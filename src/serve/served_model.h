@@ -14,17 +14,20 @@
 #include "graph/graph.h"
 #include "runtime/inference_model.h"
 #include "runtime/inference_runner.h"
+#include "runtime/precision.h"
+#include "serve/precision_choice.h"
 
 namespace ic {
 
 class ServedModel {
  public:
   // Loads `checkpoint` (empty: the newest of model_dir) with runtime/inference_model.h and compiles
-  // the buckets. Errors name the checkpoint.
-  static Result<std::unique_ptr<ServedModel>> load(const BackendOptions& backend_options,
-                                                   const std::string& model_dir,
-                                                   const std::string& checkpoint,
-                                                   int64_t max_batch_size);
+  // the buckets in the precision `precision` resolves to (serve/precision_choice.h). Errors name
+  // the checkpoint.
+  static Result<std::unique_ptr<ServedModel>> load(
+      const BackendOptions& backend_options, const std::string& model_dir,
+      const std::string& checkpoint, int64_t max_batch_size,
+      ServePrecision precision = ServePrecision::automatic);
   ~ServedModel();
   // Only load() makes one (the key is private).
   class Key {
@@ -40,6 +43,9 @@ class ServedModel {
   int64_t image_floats() const { return int64_t{meta_.height} * meta_.width * 3; }
   int64_t num_classes() const { return meta_.num_classes; }
   int64_t max_batch_size() const { return buckets_.back(); }
+  // The precision the model computes in, and how it was chosen ("asked for", "auto: ...").
+  InferencePrecision precision() const { return precision_; }
+  const std::string& precision_reason() const { return precision_reason_; }
 
   // Runs `count` (1..max_batch_size) images, preprocessed [count, H, W, 3] in `images`, and
   // writes their logits [count, num_classes] to `logits`. One caller at a time.
@@ -49,6 +55,8 @@ class ServedModel {
   std::string checkpoint_;
   int64_t version_ = 0;
   CheckpointMeta meta_;
+  InferencePrecision precision_ = InferencePrecision::float32;
+  std::string precision_reason_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<InferenceRunner> runner_;  // one compiled graph per bucket
   std::vector<int64_t> buckets_;

@@ -63,8 +63,8 @@ struct Server::State {
 
 bool Server::State::load(const std::string& checkpoint) {
   const auto start = Clock::now();
-  Result<std::unique_ptr<ServedModel>> loaded =
-      ServedModel::load(options.backend, options.model_dir, checkpoint, options.max_batch_size);
+  Result<std::unique_ptr<ServedModel>> loaded = ServedModel::load(
+      options.backend, options.model_dir, checkpoint, options.max_batch_size, options.precision);
   if (!loaded.ok()) {
     failed_checkpoint = checkpoint;
     metrics->record_load(false, 0);
@@ -84,12 +84,14 @@ bool Server::State::load(const std::string& checkpoint) {
     old = std::exchange(model, fresh);
   }
   metrics->record_load(true, fresh->version());
+  metrics->record_precision(model_name, precision_name(fresh->precision()));
   std::ostringstream line;
   line.precision(3);
   line << (old ? "reloaded: now serving version " : "loaded version ") << fresh->version()
        << (old ? " (was " + std::to_string(old->version()) + ")" : std::string()) << " of "
        << model_name << " from " << fresh->checkpoint() << " (" << describe(fresh->meta())
-       << ") in " << seconds << " s";
+       << "), precision " << precision_name(fresh->precision()) << " (" << fresh->precision_reason()
+       << "), in " << seconds << " s";
   log(line.str());
   // Requests already queued on the old model finish on it; it is freed with their last one.
   return true;
@@ -292,9 +294,12 @@ void Server::State::add_routes() {
   http.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     std::shared_ptr<ServedModel> model = current();
     if (!model) return answer_error(res, unavailable("no model loaded yet"));
-    res.set_content(
-        json{{"status", "serving"}, {"model", name()}, {"version", model->version()}}.dump(),
-        "application/json");
+    res.set_content(json{{"status", "serving"},
+                         {"model", name()},
+                         {"version", model->version()},
+                         {"precision", precision_name(model->precision())}}
+                        .dump(),
+                    "application/json");
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     const std::string queued =

@@ -18,6 +18,7 @@
 
 #include "backend/backend.h"
 #include "core/status.h"
+#include "serve/precision_choice.h"
 #include "serve/served_model.h"
 
 namespace ic {
@@ -28,6 +29,8 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8501;  // 0: any free port (see Server::port())
   BackendOptions backend;
+  // What the model computes in (serve/precision_choice.h); decided again at every (re)load.
+  ServePrecision precision = ServePrecision::automatic;
   int64_t max_batch_size = 32;
   std::chrono::microseconds batch_timeout{2000};
   int64_t max_queue = 1024;              // instances waiting for the model

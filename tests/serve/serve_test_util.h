@@ -4,10 +4,16 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,5 +116,59 @@ inline std::string error_of(const Reply& reply) {
   if (!reply.body.is_object() || !reply.body.contains("error")) return "";
   return reply.body["error"].get<std::string>();
 }
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The serve program itself, started with its log in a file; SIGTERM ends it.
+class ServeProcess {
+ public:
+  ServeProcess(const std::string& log, const std::vector<std::string>& flags) : log_(log) {
+    std::vector<std::string> args = {bin_path("serve")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      if (freopen(log.c_str(), "w", stderr) == nullptr) _exit(127);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~ServeProcess() {
+    if (pid_ > 0 && exit_code_ < -1) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  // The port from the "listening on" line, or 0 after 30 s without one.
+  int port() const {
+    static const std::regex kListening(R"(listening on http://127\.0\.0\.1:(\d+))");
+    for (int i = 0; i < 600; ++i) {
+      std::smatch match;
+      const std::string text = read_text(log_);
+      if (std::regex_search(text, match, kListening)) return std::stoi(match[1]);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return 0;
+  }
+  int terminate_and_wait() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return exit_code_;
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  int exit_code_ = -2;
+};
 
 }  // namespace ic::testing

@@ -1,6 +1,8 @@
 // classify on a known tiny model: every weight zero except the logits biases, so every input's
 // logits are exactly those biases and the top-5 and probabilities are known in advance. The
 // raw biases and their EMA shadows differ, so the output also shows which ones were used.
+#include "infer/classify.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -139,6 +141,63 @@ TEST(Classify, ErrorsNameWhatIsWrong) {
   auto flag = run_tool("classify", "--top=3 x.jpg");
   EXPECT_EQ(flag.exit_code, 2);
   EXPECT_TRUE(flag.contains("unknown command-line flag '--top=3'")) << flag.output;
+}
+
+TEST(Classify, PrecisionInt8NeedsAnInt8ExportAndBfloat16AnswersAsFloat32) {
+  TempDir dir;
+  write_known_model(dir.sub("model"));
+  NpyArray arrays{{2, kSize, kSize, 3}, std::vector<float>(2 * kSize * kSize * 3, 0.25f)};
+  ASSERT_TRUE(write_npy(dir.sub("inputs.npy"), arrays).ok());
+  const std::string common = "--model_dir=" + dir.sub("model") + " " + dir.sub("inputs.npy");
+
+  auto int8 = run_tool("classify", "--precision=int8 " + common);
+  EXPECT_EQ(int8.exit_code, 2) << int8.output;
+  EXPECT_TRUE(int8.contains(dir.sub("model/model.ckpt-42") + " is not an int8 export"))
+      << int8.output;
+
+  auto bad = run_tool("classify", "--precision=int4 " + common);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(bad.contains("allowed: float32, bfloat16, int8")) << bad.output;
+
+  auto f32 =
+      run_tool("classify", "--precision=float32 --logits_out=" + dir.sub("f32.npy") + " " + common);
+  ASSERT_EQ(f32.exit_code, 0) << f32.output;
+  auto bf16 = run_tool("classify",
+                       "--precision=bfloat16 --logits_out=" + dir.sub("bf16.npy") + " " + common);
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+  auto backend = make_backend(BackendOptions{});
+  ASSERT_TRUE(backend.ok());
+  // The notice names the backend, whose description says whether bf16 is real here.
+  EXPECT_TRUE(bf16.contains("--precision=bfloat16 on " + (*backend)->description())) << bf16.output;
+  auto expected = read_npy(dir.sub("f32.npy"));
+  auto got = read_npy(dir.sub("bf16.npy"));
+  ASSERT_TRUE(expected.ok() && got.ok());
+  ASSERT_EQ(got->data.size(), expected->data.size());
+  // Computing in float32 (no native bf16) gives the same logits; real bf16 rounds.
+  const float tolerance = (*backend)->has_native_bf16() ? 0.05f : 0.f;
+  for (size_t i = 0; i < got->data.size(); ++i)
+    EXPECT_NEAR(got->data[i], expected->data[i], tolerance) << i;
+}
+
+TEST(Classify, NoInputsAndABadTopKAreInvalidArguments) {
+  TempDir dir;
+  write_known_model(dir.sub("model"));
+  auto none = run_tool("classify", "--model_dir=" + dir.sub("model"));
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_TRUE(none.contains("no inputs (give image or .npy files)")) << none.output;
+
+  auto backend = make_backend(BackendOptions{});
+  ASSERT_TRUE(backend.ok());
+  ClassifyOptions options;
+  options.model_dir = dir.sub("model");
+  Result<ClassifyResult> empty = classify(options, **backend);
+  EXPECT_EQ(empty.status().code(), StatusCode::invalid_argument);
+  options.inputs = {"x.npy"};
+  options.top_k = 0;
+  Result<ClassifyResult> top = classify(options, **backend);
+  EXPECT_EQ(top.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(top.status().message().find("bad value 0 for top_k"), std::string::npos)
+      << top.status().message();
 }
 
 }  // namespace

@@ -55,6 +55,8 @@ class CpuBackend final : public Backend {
                               : " (no bf16 convolutions on this CPU: bf16 computes in float32)");
   }
 
+  bool has_native_bf16() const override { return dnnl_.native_bf16; }
+
   Result<DeviceBuffer> allocate(size_t bytes) override {
     void* p = std::aligned_alloc(64, align64(std::max<size_t>(bytes, 1)));
     if (!p) return error("cpu: cannot allocate ", bytes, " bytes");

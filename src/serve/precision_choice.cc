@@ -1,0 +1,95 @@
+#include "serve/precision_choice.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+namespace ic {
+namespace {
+
+// The fixed precision a request names; nullopt for auto.
+std::optional<InferencePrecision> fixed_precision(ServePrecision requested) {
+  struct Row {
+    ServePrecision requested;
+    std::optional<InferencePrecision> precision;
+  };
+  static const Row kTable[] = {
+      {ServePrecision::automatic, std::nullopt},
+      {ServePrecision::float32, InferencePrecision::float32},
+      {ServePrecision::bfloat16, InferencePrecision::bfloat16},
+      {ServePrecision::int8, InferencePrecision::int8},
+  };
+  for (const Row& row : kTable) {
+    if (row.requested == requested) return row.precision;
+  }
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<InferenceRunner>> compile(Backend& backend, const InferenceModel& model,
+                                                 const std::vector<int64_t>& batch_sizes,
+                                                 InferencePrecision precision) {
+  IC_ASSIGN_OR_RETURN(const InferenceGraphOptions options, graph_options_for(model, precision));
+  return InferenceRunner::create(backend, model, batch_sizes, options);
+}
+
+// The fastest of `runs` forwards of `batch` zero images, in seconds (after one warm-up run,
+// which also touches every buffer once).
+double fastest_forward(InferenceRunner& runner, int64_t batch, int runs) {
+  const std::vector<float> images(static_cast<size_t>(batch * runner.image_floats()), 0.f);
+  std::vector<float> logits(static_cast<size_t>(batch * runner.num_classes()));
+  runner.run(batch, images.data(), logits.data());
+  double fastest = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < runs; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    runner.run(batch, images.data(), logits.data());
+    fastest = std::min(
+        fastest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return fastest;
+}
+
+}  // namespace
+
+Result<PrecisionRunner> faster_of_float32_and_bfloat16(Backend& backend,
+                                                       const InferenceModel& model,
+                                                       const std::vector<int64_t>& batch_sizes,
+                                                       int runs) {
+  if (batch_sizes.empty()) return invalid_argument("no batch size to time");
+  const int64_t largest = *std::max_element(batch_sizes.begin(), batch_sizes.end());
+  PrecisionRunner f32{InferencePrecision::float32, nullptr, ""};
+  PrecisionRunner bf16{InferencePrecision::bfloat16, nullptr, ""};
+  IC_ASSIGN_OR_RETURN(f32.runner, compile(backend, model, batch_sizes, f32.precision));
+  IC_ASSIGN_OR_RETURN(bf16.runner, compile(backend, model, batch_sizes, bf16.precision));
+  const double f32_seconds = fastest_forward(*f32.runner, largest, runs);
+  const double bf16_seconds = fastest_forward(*bf16.runner, largest, runs);
+  // Ties keep float32: bf16 is only worth its rounding when it buys time.
+  PrecisionRunner& kept = bf16_seconds < f32_seconds ? bf16 : f32;
+  std::ostringstream reason;
+  reason.precision(3);
+  reason << "auto: a batch of " << largest << " took " << f32_seconds * 1e3 << " ms in float32, "
+         << bf16_seconds * 1e3 << " ms in bfloat16";
+  kept.reason = reason.str();
+  return std::move(kept);  // the other runner is freed here
+}
+
+Result<PrecisionRunner> compile_in_precision(Backend& backend, const InferenceModel& model,
+                                             const std::vector<int64_t>& batch_sizes,
+                                             ServePrecision requested) {
+  if (const std::optional<InferencePrecision> fixed = fixed_precision(requested)) {
+    PrecisionRunner chosen{*fixed, nullptr, "asked for"};
+    IC_ASSIGN_OR_RETURN(chosen.runner, compile(backend, model, batch_sizes, *fixed));
+    return chosen;
+  }
+  if (!backend.has_native_bf16()) {
+    PrecisionRunner chosen{InferencePrecision::float32, nullptr,
+                           "auto: this backend has no native bf16 convolutions"};
+    IC_ASSIGN_OR_RETURN(chosen.runner,
+                        compile(backend, model, batch_sizes, InferencePrecision::float32));
+    return chosen;
+  }
+  return faster_of_float32_and_bfloat16(backend, model, batch_sizes);
+}
+
+}  // namespace ic
