@@ -7,7 +7,8 @@
 # Environment: PROCESSES (2: data parallel, one single-threaded replica per core, through
 # mpirun; 1: one process on every core), TRAIN_STEPS (10000), STEPS_PER_EVAL (2500),
 # EXTRA_FLAGS (appended to the trainer's flags), CLASSIFY_FLAGS (appended to classify's, e.g.
-# --device=cuda:0), BIN (the programs; build/bin), FMNIST_IDX (the IDX files; Debian's folder).
+# --device=cuda:0), BIN (the programs; build/bin), FMNIST_IDX (the IDX files; Debian's folder),
+# INT8 (1: also export the final checkpoint as int8 and classify the test images with it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-build/bin}
@@ -50,15 +51,30 @@ fi
 
 # classify every test image with the final checkpoint; label k+1 is the k-th synset in sorted order.
 sort -u "$raw/synset_labels.txt" | awk '{ print NR, $1 }' >"$work/labels.txt"
-ls "$raw/validation" | sort | sed "s|^|$raw/validation/|" |
-  xargs $bin/classify --model_dir="$model" --labels_file="$work/labels.txt" ${CLASSIFY_FLAGS:-} \
-    >"$work/classify.txt"
-awk -v labels="$raw/synset_labels.txt" -v names="$work/labels.txt" '
-  BEGIN { while ((getline s < names) > 0) { split(s, f, " "); id[f[2]] = f[1] }
-          while ((getline s < labels) > 0) truth[n++] = id[s] }
-  /^[^ ]/ && $0 ~ /\.JPEG$/ { file = $0; want_top = 1; next }
-  want_top && /^  / { split($0, f, " "); match(file, /[0-9]+\.JPEG$/);
-                      i = substr(file, RSTART, RLENGTH - 5) + 0;
-                      total++; if (f[2] == truth[i]) right++; want_top = 0 }
-  END { printf "classify: %d of %d test images right (top-1 %.4f)\n", right, total, right / total }
-' "$work/classify.txt"
+# top1 NAME CLASSIFY_FLAGS...: classifies every test image, prints the top-1 agreement.
+top1() {
+  local name=$1
+  shift
+  # shellcheck disable=SC2086
+  ls "$raw/validation" | sort | sed "s|^|$raw/validation/|" |
+    xargs $bin/classify --labels_file="$work/labels.txt" "$@" ${CLASSIFY_FLAGS:-} \
+      >"$work/$name.txt"
+  awk -v labels="$raw/synset_labels.txt" -v names="$work/labels.txt" -v name="$name" '
+    BEGIN { while ((getline s < names) > 0) { split(s, f, " "); id[f[2]] = f[1] }
+            while ((getline s < labels) > 0) truth[n++] = id[s] }
+    /^[^ ]/ && $0 ~ /\.JPEG$/ { file = $0; want_top = 1; next }
+    want_top && /^  / { split($0, f, " "); match(file, /[0-9]+\.JPEG$/);
+                        i = substr(file, RSTART, RLENGTH - 5) + 0;
+                        total++; if (f[2] == truth[i]) right++; want_top = 0 }
+    END { printf "%s: %d of %d test images right (top-1 %.4f)\n", name, right, total, right / total }
+  ' "$work/$name.txt"
+}
+top1 classify --model_dir="$model"
+
+# INT8=1: the same checkpoint quantized after training (calibrated on 512 training images,
+# docs/int8.md) and classified in int8.
+if [[ ${INT8:-0} == 1 ]]; then
+  rm -rf "$work/int8"
+  $bin/export_model --model_dir="$model" --export_dir="$work/int8" --format=int8
+  top1 classify_int8 --checkpoint="$(ls -d "$work"/int8/*/)model.safetensors" --precision=int8
+fi

@@ -277,14 +277,15 @@ Status OnnxBuilder::emit_conv(const Node& conv_node, const Node* bn_node) {
   const std::vector<int64_t> w_dims{co, ci, conv.kernel_h, conv.kernel_w};
   std::string x = name_of(conv_node.inputs.at(0)), w_name;
   if (const LayerQuantization* q = quantization(conv_node.name)) {
-    // The folded weights are what our int8 layer quantizes (quantize_layers runs after the
-    // folding); for an int8 model they are q · scale already (its batch norms are the identity).
+    // The folded weights, at their own scales, are what our int8 layer quantizes
+    // (quantize_layers runs after the folding); they give the integers an int8 export stores.
     IC_RETURN_IF_ERROR(check_layer_quantization(conv_node.name, *q, co));
     x = quantized_input(conv_node.inputs.at(0), q->input_scale);
-    w_name = dequantized_weights(
-        conv_node.name, w_dims,
-        quantize_weights(folded.weights, q->weight_scales, ChannelAxis::outer), q->weight_scales,
-        /*axis=*/0);
+    const std::vector<float> scales =
+        channel_weight_scales(folded.weights, co, ChannelAxis::outer);
+    w_name = dequantized_weights(conv_node.name, w_dims,
+                                 quantize_weights(folded.weights, scales, ChannelAxis::outer),
+                                 scales, /*axis=*/0);
   } else {
     w_name = float_initializer(conv_node.name + "/weights", w_dims, folded.weights);
   }
@@ -432,12 +433,12 @@ Status OnnxBuilder::emit(NodeId id) {
     std::vector<std::string> inputs;
     if (const LayerQuantization* q = quantization(n.name)) {
       IC_RETURN_IF_ERROR(check_layer_quantization(n.name, *q, m));
+      const std::span<const float> weights(w, static_cast<size_t>(k * m));
+      const std::vector<float> scales = channel_weight_scales(weights, m, ChannelAxis::inner);
       inputs = {quantized_input(n.inputs.at(0), q->input_scale),
-                dequantized_weights(
-                    n.name, {k, m},
-                    quantize_weights(std::span<const float>(w, static_cast<size_t>(k * m)),
-                                     q->weight_scales, ChannelAxis::inner),
-                    q->weight_scales, /*axis=*/1)};
+                dequantized_weights(n.name, {k, m},
+                                    quantize_weights(weights, scales, ChannelAxis::inner), scales,
+                                    /*axis=*/1)};
     } else {
       inputs = {in(0),
                 float_initializer(n.name + "/weights", {k, m}, std::vector<float>(w, w + k * m))};

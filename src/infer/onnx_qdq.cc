@@ -13,6 +13,19 @@ bool positive_finite(float v) { return v > 0.f && std::isfinite(v); }
 
 }  // namespace
 
+std::vector<float> channel_weight_scales(std::span<const float> weights, int64_t channels,
+                                         ChannelAxis axis) {
+  const auto c = static_cast<size_t>(channels);
+  const size_t per_channel = c == 0 ? 0 : weights.size() / c;
+  std::vector<float> largest(c, 0.f);
+  for (size_t k = 0; k < weights.size(); ++k) {
+    const size_t channel = axis == ChannelAxis::outer ? k / per_channel : k % c;
+    largest[channel] = std::max(largest[channel], std::fabs(weights[k]));
+  }
+  for (float& s : largest) s = s > 0.f ? s / static_cast<float>(kInt8WeightMax) : 1.f;
+  return largest;
+}
+
 std::vector<int8_t> quantize_weights(std::span<const float> weights, std::span<const float> scales,
                                      ChannelAxis axis) {
   const size_t channels = scales.size();

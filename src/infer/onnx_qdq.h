@@ -19,6 +19,13 @@ namespace ic {
 // innermost one (Gemm's [in, out] kernel, our HWIO).
 enum class ChannelAxis { outer, inner };
 
+// max |w| / kInt8WeightMax per output channel (1 for a channel of zeros): the scales our int8
+// layers take of the weights they run, the folded ones (graph/quantize_pass.h's
+// per_channel_weight_scales, over either layout). The table's weight_scales describe the
+// weights as stored, before folding; the folded ones quantize to the same integers.
+std::vector<float> channel_weight_scales(std::span<const float> weights, int64_t channels,
+                                         ChannelAxis axis);
+
 // q = clamp(nearbyint(w / scales[c]), -kInt8WeightMax, kInt8WeightMax), c the output channel
 // of each weight. For an int8 model, whose weights are already q · scale, this gives q back.
 std::vector<int8_t> quantize_weights(std::span<const float> weights, std::span<const float> scales,

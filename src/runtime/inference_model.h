@@ -34,9 +34,8 @@ struct InferenceModel {
   // the raw tensor.
   std::map<std::string, TensorEntry> weights;
   // Set for an int8 export (docs/int8.md): its layers' scales. `weights` then holds the
-  // quantized layers' weights dequantized (q * scale) and their batch norms as the identity
-  // (beta the folded bias, mean 0, variance 1 - epsilon), so every other path reads it as a
-  // float32 model of the same values.
+  // int8 layers' weights dequantized (q * scale, f32), so every other path reads the export as
+  // a float32 model of those values.
   std::optional<QuantizationTable> int8;
 };
 
