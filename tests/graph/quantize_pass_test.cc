@@ -1,0 +1,109 @@
+// quantize_layers on the small test graph: which nodes become int8, one Quantize node per value
+// read (shared), the weight scales of the folded weights, and the errors.
+#include "graph/quantize_pass.h"
+
+#include <gtest/gtest.h>
+
+#include "graph/inference_graph.h"
+#include "inference_test_util.h"
+#include "test_graphs.h"
+
+namespace ic {
+namespace {
+
+using testing::count_ops;
+
+InferenceGraph folded_small_graph() {
+  testing::SmallGraphOptions o;
+  o.training = false;
+  o.batch = 2;
+  o.size = 7;
+  const Graph g = testing::small_graph(o);
+  const ParamValues values = testing::random_param_values(g, 3);
+  return prepare_inference_graph(g, testing::source_of(g, values)).value();
+}
+
+TEST(QuantizePass, WeightScalesAreTheLargestMagnitudePerOutputChannel) {
+  // HWIO with 2 output channels (innermost): channel 0 {1, -4, 0.5}, channel 1 {0, 0, 0}.
+  const std::vector<float> w = {1.f, 0.f, -4.f, 0.f, 0.5f, 0.f};
+  const std::vector<float> s = per_channel_weight_scales(w, 2);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_FLOAT_EQ(s[0], 4.f / 127.f);
+  EXPECT_EQ(s[1], 1.f);  // a channel of zeros
+}
+
+TEST(QuantizePass, NamedLayersBecomeInt8BehindOneSharedQuantizePerValue) {
+  const InferenceGraph in = folded_small_graph();
+  // The two branch convolutions read values of their own; the logits conv reads a third.
+  QuantizationTable table;
+  table.layers["Net/Mixed/Branch_0/Conv2d_0a_1x1"] = {0.05f, {}};
+  table.layers["Net/Mixed/Branch_1/Conv2d_0b_1x1"] = {0.05f, {}};
+  table.layers["Net/Logits/Conv2d_1c_1x1"] = {0.02f, {}};
+  Result<InferenceGraph> q = quantize_layers(in, table);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(count_ops(q->graph, "quantize"), 3);
+  EXPECT_EQ(q->graph.nodes.size(), in.graph.nodes.size() + 3);
+  for (size_t i = 0; i < q->graph.nodes.size(); ++i) {
+    const Node& node = q->graph.nodes[i];
+    for (ValueId out : node.outputs)  // producers renumbered
+      EXPECT_EQ(q->graph.values[static_cast<size_t>(out)].producer, static_cast<NodeId>(i));
+    const auto* conv = std::get_if<Conv2dDesc>(&node.desc);
+    if (conv == nullptr) continue;
+    const bool named = table.layers.count(node.name) > 0;
+    EXPECT_EQ(conv->int8.has_value(), named) << node.name;
+    if (!named) continue;
+    const ValueInfo& x = q->graph.values[static_cast<size_t>(node.inputs[0])];
+    EXPECT_EQ(x.dtype, DType::u8) << node.name;
+    const Node& quantize = q->graph.nodes[static_cast<size_t>(x.producer)];
+    ASSERT_TRUE(std::holds_alternative<QuantizeDesc>(quantize.desc));
+    EXPECT_EQ(std::get<QuantizeDesc>(quantize.desc).scale, table.layers[node.name].input_scale);
+    EXPECT_LT(static_cast<size_t>(x.producer), i);  // still topological
+    EXPECT_EQ(conv->int8->input_scale, table.layers[node.name].input_scale);
+    const std::vector<float>& w = q->values[static_cast<size_t>(node.params[0])];
+    EXPECT_EQ(conv->int8->weight_scales, per_channel_weight_scales(w, conv->out_channels));
+  }
+}
+
+TEST(QuantizePass, TwoLayersReadingOneValueAtOneScaleShareTheQuantize) {
+  InferenceGraph in = folded_small_graph();
+  // Make the second branch conv read what the first reads.
+  ValueId first_input = kNone;
+  for (Node& node : in.graph.nodes) {
+    if (node.name == "Net/Mixed/Branch_0/Conv2d_0a_1x1") first_input = node.inputs[0];
+    if (node.name == "Net/Mixed/Branch_1/Conv2d_0b_1x1") node.inputs[0] = first_input;
+  }
+  ASSERT_NE(first_input, kNone);
+  QuantizationTable table;
+  table.layers["Net/Mixed/Branch_0/Conv2d_0a_1x1"] = {0.05f, {}};
+  table.layers["Net/Mixed/Branch_1/Conv2d_0b_1x1"] = {0.05f, {}};
+  Result<InferenceGraph> q = quantize_layers(in, table);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(count_ops(q->graph, "quantize"), 1);
+  table.layers["Net/Mixed/Branch_1/Conv2d_0b_1x1"] = {0.07f, {}};  // another scale: its own
+  q = quantize_layers(in, table);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(count_ops(q->graph, "quantize"), 2);
+}
+
+TEST(QuantizePass, EntriesThatDoNotFitAreErrorsNamingTheLayer) {
+  const InferenceGraph in = folded_small_graph();
+  QuantizationTable table;
+  table.layers["Net/Nowhere"] = {0.05f, {}};
+  Result<InferenceGraph> q = quantize_layers(in, table);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("Net/Nowhere"), std::string::npos);
+  table.layers.clear();
+  table.layers["Net/Logits/Conv2d_1c_1x1"] = {0.f, {}};
+  q = quantize_layers(in, table);
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(q.status().message().find("input scale"), std::string::npos);
+  table.layers.clear();
+  table.layers["Net/Mixed"] = {0.05f, {}};  // a concat
+  q = quantize_layers(in, table);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("not a convolution or dense layer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ic
