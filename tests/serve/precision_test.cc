@@ -132,8 +132,9 @@ TEST_F(ServePrecisionTest, TheTimedChoiceAndBfloat16AnswerAsFloat32Does) {
 
   const std::vector<float> expected = logits_of(*f32->runner, 2);
   // bf16 rounds each convolution's inputs to 8 bits of mantissa where it is real; where it
-  // computes in float32 the answers are the same.
-  const float tolerance = (*backend)->has_native_bf16() ? 0.05f : 0.f;
+  // computes in float32 the answers agree to float32's rounding (each runner times its own
+  // convolution plans, and Winograd and direct convolution round differently).
+  const float tolerance = (*backend)->has_native_bf16() ? 0.05f : 1e-4f;
   for (PrecisionRunner* other : {&*bf16, &*timed}) {
     const std::vector<float> got = logits_of(*other->runner, 2);
     ASSERT_EQ(got.size(), expected.size());
