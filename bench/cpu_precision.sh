@@ -62,11 +62,13 @@ miss() {
 
 # measure KEY COMMAND...: runs COMMAND `repeats` times back to back, keeps each images/sec.
 measure() {
-  local key=$1 out rate i
+  local key=$1 out rate i status
   shift
   for ((i = 0; i < repeats; ++i)); do
-    if ! out=$("$@" 2>"$work/err"); then
-      miss "$key: $(tail -n 3 "$work/err" | tr '\n' ' ')"
+    out=$("$@" 2>"$work/err")
+    status=$?
+    if ((status != 0)); then
+      miss "$key: exit status $status$( ((status > 128)) && echo " (signal $((status - 128)))"): $(tail -n 2 "$work/err" | tr '\n' ' ')"
       return 1
     fi
     rate=$(sed -nE 's/.*_images_per_sec=([0-9.]+).*/\1/p' <<<"$out" | tail -n 1)

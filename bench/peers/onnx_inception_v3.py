@@ -13,6 +13,8 @@ Prints one line:
     <runtime> infer_images_per_sec=... precision=...
 """
 import argparse
+import contextlib
+import sys
 import time
 
 import numpy as np
@@ -41,11 +43,13 @@ def openvino_runner(a, calibration):
     if a.precision == "int8":
         import nncf
 
-        dataset = nncf.Dataset(calibration)
-        model = nncf.quantize(model, dataset, subset_size=len(calibration))
+        # NNCF's progress bars go to stdout, where the calling script reads our one line.
+        with contextlib.redirect_stdout(sys.stderr):
+            model = nncf.quantize(model, nncf.Dataset(calibration), subset_size=len(calibration))
     compiled = core.compile_model(model, "CPU", config)
     request = compiled.create_infer_request()
-    chosen = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+    hint = compiled.get_property("INFERENCE_PRECISION_HINT")  # an ov.Type: "f32", "bf16"...
+    chosen = hint.get_type_name() if hasattr(hint, "get_type_name") else str(hint)
     return lambda x: request.infer({"images": x}), f"{a.precision}({chosen})"
 
 
