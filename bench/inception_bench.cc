@@ -1,9 +1,18 @@
 // Times our training step and inference pass for one model on synthetic data, the way
 // bench/cpu_inception_v3.sh compares them with PyTorch: same batch, threads and optimizer.
-// Prints one "ours <what>_images_per_sec=... gflops=..." line.
+// Prints one "ours <what>_images_per_sec=... gflops=... precision=..." line.
 //
 //   inception_bench --mode=train|infer --model=inception_v3 --batch=32 --size=299
-//                   --threads=2 --warmup=2 --steps=5 [--bf16] [--unfolded]
+//                   --threads=2 --warmup=2 --steps=5 [--precision=float32|bfloat16|int8]
+//                   [--unfolded] [--write_onnx=PATH]
+//
+// --precision is the number format, as classify's and serve's --precision name it
+// (runtime/precision.h); --bf16 is the older spelling of --precision=bfloat16. Training takes
+// float32 and bfloat16. --precision=int8 (inference) quantizes on the spot: the weight scales
+// are the folded weights' per-channel ones and the input scales come from one forward over the
+// random images (random_int8_scales.h), so its figures are speed only; the output line says so.
+// --write_onnx writes the ONNX export (infer/onnx_export.h) of the same random weights and
+// exits, for the ONNX Runtime and OpenVINO peers of bench/cpu_precision.sh.
 //
 // --mode=infer runs what the inference programs run: the graph of prepare_inference_graph
 // (batch norm folded into the convolutions, ReLUs fused, forward-only kernels, convolution
@@ -25,7 +34,10 @@
 #include "core/openmp_env.h"
 #include "graph/compiled_graph.h"
 #include "graph/inference_graph.h"
+#include "infer/onnx_export.h"
 #include "models/model.h"
+#include "random_int8_scales.h"
+#include "runtime/precision.h"
 #include "train/model_state.h"
 #include "train/trainer.h"
 
@@ -34,9 +46,25 @@ namespace {
 struct Args {
   std::string mode = "train", model = "inception_v3";
   int batch = 32, size = 299, threads = 2, warmup = 2, steps = 5;
-  bool bf16 = false;
+  ic::InferencePrecision precision = ic::InferencePrecision::float32;
   bool unfolded = false;
+  std::string write_onnx;
 };
+
+// --precision's names, as runtime/precision.h spells them.
+constexpr ic::InferencePrecision kPrecisions[] = {ic::InferencePrecision::float32,
+                                                  ic::InferencePrecision::bfloat16,
+                                                  ic::InferencePrecision::int8};
+
+bool parse_precision(const std::string& name, ic::InferencePrecision* precision) {
+  for (ic::InferencePrecision p : kPrecisions)
+    if (name == ic::precision_name(p)) {
+      *precision = p;
+      return true;
+    }
+  std::fprintf(stderr, "--precision=%s: expected float32, bfloat16 or int8\n", name.c_str());
+  return false;
+}
 
 bool parse(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
@@ -58,16 +86,51 @@ bool parse(int argc, char** argv, Args* a) {
       a->warmup = std::atoi(value.c_str());
     else if (key == "--steps")
       a->steps = std::atoi(value.c_str());
-    else if (key == "--bf16")
-      a->bf16 = true;
+    else if (key == "--precision") {
+      if (!parse_precision(value, &a->precision)) return false;
+    } else if (key == "--bf16")
+      a->precision = ic::InferencePrecision::bfloat16;
     else if (key == "--unfolded")
       a->unfolded = true;
+    else if (key == "--write_onnx")
+      a->write_onnx = value;
     else {
       std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
       return false;
     }
   }
+  if (!a->write_onnx.empty() && a->mode != "infer") {
+    std::fprintf(stderr, "--write_onnx exports the inference graph: --mode=infer only\n");
+    return false;
+  }
+  if (a->precision == ic::InferencePrecision::int8 && (a->mode != "infer" || a->unfolded)) {
+    std::fprintf(stderr, "--precision=int8 runs the folded inference graph: --mode=infer only\n");
+    return false;
+  }
   return (a->mode == "train" || a->mode == "infer") && a->batch > 0 && a->steps > 0;
+}
+
+// The initialised values as a trained model would hold them, for the exporters and the
+// precision options (runtime/precision.h reads the model's int8 table).
+ic::InferenceModel random_model(const ic::ModelOptions& options,
+                                const std::vector<ic::TensorView>& tensors) {
+  ic::InferenceModel model;
+  model.checkpoint = "random initial weights (inception_bench)";
+  model.meta.model = options.name;
+  model.meta.num_classes = options.num_classes;
+  model.meta.height = options.height;
+  model.meta.width = options.width;
+  model.meta.depth_multiplier = options.depth_multiplier;
+  model.options = options;
+  model.options.training = false;
+  model.options.build_losses = false;
+  for (const ic::TensorView& v : tensors) {
+    const auto* bytes = static_cast<const char*>(v.data);
+    model.weights[v.name] = ic::TensorEntry{
+        v.name, v.dtype, v.shape,
+        std::string(bytes, static_cast<size_t>(v.shape.numel()) * ic::dtype_size(v.dtype))};
+  }
+  return model;
 }
 
 int fail(const ic::Status& status) {
@@ -83,7 +146,8 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, &a)) {
     std::fprintf(stderr,
                  "usage: inception_bench --mode=train|infer [--model= --batch= --size= "
-                 "--threads= --warmup= --steps= --bf16 --unfolded]\n");
+                 "--threads= --warmup= --steps= --precision=float32|bfloat16|int8 --unfolded "
+                 "--write_onnx=PATH]\n");
     return 2;
   }
   auto options = ic::default_model_options(a.model);
@@ -91,9 +155,11 @@ int main(int argc, char** argv) {
   options->batch_size = a.batch;
   options->height = options->width = a.size;
   options->training = a.mode == "train";
-  const bool folded = a.mode == "infer" && !a.unfolded;
+  const bool folded = a.mode == "infer" && (!a.unfolded || !a.write_onnx.empty());
   options->build_losses = !folded;  // the inference programs' graph has no loss
-  options->compute = a.bf16 ? ic::DType::bf16 : ic::DType::f32;
+  // The folded graph takes its number format from graph_options_for below.
+  options->compute =
+      !folded && a.precision == ic::InferencePrecision::bfloat16 ? ic::DType::bf16 : ic::DType::f32;
   auto graph = ic::build_model(*options);
   if (!graph.ok()) return fail(graph.status());
 
@@ -119,6 +185,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<ic::Trainer> trainer;
   std::unique_ptr<ic::Evaluator> evaluator;
   ic::Graph executed = *graph;  // what the FLOP count is of (the folded graph: a bit less)
+  std::string precision_note = ic::precision_name(a.precision);
   ic::DeviceParams params;
   std::unique_ptr<ic::CompiledGraph> compiled;
   std::vector<float> logits;
@@ -132,7 +199,26 @@ int main(int argc, char** argv) {
       const ic::TensorView& v = it->second;
       return ic::ParamBytes{v.data, static_cast<size_t>(v.shape.numel()) * sizeof(float)};
     };
-    auto inference = ic::prepare_inference_graph(*graph, source);
+    ic::InferenceModel model = random_model(*options, (*state)->checkpoint_tensors());
+    if (!a.write_onnx.empty()) {
+      if (ic::Status s = ic::export_onnx(model, a.write_onnx); !s.ok()) return fail(s);
+      std::printf("wrote %s\n", a.write_onnx.c_str());
+      return 0;
+    }
+    if (a.precision == ic::InferencePrecision::int8) {
+      auto table = ic::random_data_int8_scales(*graph, source, **backend, images);
+      if (!table.ok()) return fail(table.status());
+      std::fprintf(stderr,
+                   "int8: %zu layers quantized; scales from one forward over %lld random images "
+                   "(speed only, not an accuracy calibration)\n",
+                   table->layers.size(), static_cast<long long>(table->calibration_images));
+      model.int8 = std::move(*table);
+      precision_note += " int8_scales=random_data_speed_only";
+    }
+    ic::InferenceGraphOptions base;
+    auto graph_options = ic::graph_options_for(model, a.precision, base);
+    if (!graph_options.ok()) return fail(graph_options.status());
+    auto inference = ic::prepare_inference_graph(*graph, source, *graph_options);
     if (!inference.ok()) return fail(inference.status());
     auto uploaded = ic::upload_params(**backend, *inference);
     if (!uploaded.ok()) return fail(uploaded.status());
@@ -176,7 +262,7 @@ int main(int argc, char** argv) {
   // Training is about 3x the forward pass's FLOPs (forward, backward data, backward weights).
   const double forward_flops = 2.0 * static_cast<double>(executed.multiply_adds()) / a.batch;
   const double gflops = images_per_sec * forward_flops * (training ? 3.0 : 1.0) / 1e9;
-  std::printf("ours %s_images_per_sec=%.3f gflops=%.1f\n", training ? "train" : "infer",
-              images_per_sec, gflops);
+  std::printf("ours %s_images_per_sec=%.3f gflops=%.1f precision=%s\n",
+              training ? "train" : "infer", images_per_sec, gflops, precision_note.c_str());
   return 0;
 }

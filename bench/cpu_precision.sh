@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Inception v3 (299x299) on the CPU in reduced precision, ours against its peers, one run on one
+# machine with the same threads. Prints the machine (uptime, CPU model, its ISA flags), then
+# images/sec as min/median/max over REPEATS back-to-back runs, and ours / peer at the same
+# precision and batch (medians):
+#   ours        float32 / bfloat16 / int8 inference at batch 1, 8, 32; float32 / bfloat16 training
+#               at batch 32 (inception_bench; its int8 scales come from random data: speed only)
+#   torch       float32 / bfloat16 (autocast), channels_last, training and inference
+#               (bench/torch_inception_v3_cpu.py)
+#   tensorflow  float32 / mixed_bfloat16, training and inference (bench/peers/tf_inception_v3.py)
+#   onnxruntime float32 on our ONNX export; openvino float32, its default precision, and int8
+#               through NNCF post-training quantization (bench/peers/onnx_inception_v3.py)
+# The peers run from a virtual environment made once from the pinned PyPI packages of
+# bench/peers/requirements.txt (scripts/python_venv.sh). A peer that cannot run (not installed,
+# fails) is reported as missing with its reason; the rest of the run goes on.
+#
+#   bench/cpu_precision.sh                     (build/bin/inception_bench, built if needed)
+#   QUICK=1 bench/cpu_precision.sh             checks the script: batch 1 and 8, 2 steps, 1 repeat
+#   env: BUILD=build THREADS=2 SIZE=299 REPEATS=3 STEPS=5 WARMUP=2 SKIP_BUILD=1 PYTHON=python3
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=${BUILD:-build}
+threads=${THREADS:-2}
+size=${SIZE:-299}
+if [[ ${QUICK:-0} == 1 ]]; then
+  infer_batches=(1 8)
+  train_batch=8
+  steps=${STEPS:-2}
+  warmup=${WARMUP:-1}
+  repeats=${REPEATS:-1}
+else
+  infer_batches=(1 8 32)
+  train_batch=32
+  steps=${STEPS:-5}
+  warmup=${WARMUP:-2}
+  repeats=${REPEATS:-3}
+fi
+export OMP_NUM_THREADS=$threads TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES=""
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== machine"
+uptime
+grep -m1 'model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: /cpu: /'
+echo "isa: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
+  grep -E '^(avx2|fma|avx512.*|amx.*|.*vnni.*)$' | sort -u | tr '\n' ' ')"
+echo "threads=$threads size=${size}x$size steps=$steps warmup=$warmup repeats=$repeats"
+
+[[ ${SKIP_BUILD:-0} == 1 ]] || cmake --build "$build" --target inception_bench >/dev/null || {
+  echo "cpu_precision: FAILED: cannot build inception_bench in $build" >&2
+  exit 1
+}
+bench=$build/bin/inception_bench
+
+declare -A runs     # "who precision mode batch" -> images/sec of each repeat, space separated
+declare -a missing  # "who: why" lines
+miss() {
+  missing+=("$1")
+  echo "MISSING $1"
+}
+
+# measure KEY COMMAND...: runs COMMAND `repeats` times back to back, keeps each images/sec.
+measure() {
+  local key=$1 out rate i status
+  shift
+  for ((i = 0; i < repeats; ++i)); do
+    out=$("$@" 2>"$work/err")
+    status=$?
+    if ((status != 0)); then
+      miss "$key: exit status $status$( ((status > 128)) && echo " (signal $((status - 128)))"): $(tail -n 2 "$work/err" | tr '\n' ' ')"
+      return 1
+    fi
+    rate=$(sed -nE 's/.*_images_per_sec=([0-9.]+).*/\1/p' <<<"$out" | tail -n 1)
+    [[ -n $rate ]] || {
+      miss "$key: no images/sec in its output: $out"
+      return 1
+    }
+    echo "$key: $out"
+    runs[$key]+="$rate "
+  done
+}
+
+echo "== ours"
+for precision in float32 bfloat16 int8; do
+  for batch in "${infer_batches[@]}"; do
+    measure "ours $precision infer $batch" "$bench" --mode=infer --precision=$precision \
+      --batch="$batch" --size="$size" --threads="$threads" --warmup="$warmup" --steps="$steps"
+  done
+done
+for precision in float32 bfloat16; do
+  measure "ours $precision train $train_batch" "$bench" --mode=train --precision=$precision \
+    --batch="$train_batch" --size="$size" --threads="$threads" --warmup="$warmup" --steps="$steps"
+done
+
+echo "== peers"
+py=""
+source scripts/python_venv.sh
+if venv=$(cached_venv peers "$root/bench/peers/requirements.txt" "import numpy"); then
+  py=$venv/bin/python
+else
+  miss "all peers: the environment of bench/peers/requirements.txt cannot be made (above)"
+fi
+# has MODULES: whether the environment imports them (else the peer is reported missing).
+has() {
+  [[ -n $py ]] && "$py" -c "import $1" 2>"$work/err" && return 0
+  [[ -n $py ]] && miss "$2: python cannot import $1: $(tail -n 1 "$work/err")"
+  return 1
+}
+
+if has "torch, torchvision" torch; then
+  echo "torch $("$py" -c 'import torch; print(torch.__version__)')"
+  for precision in float32 bfloat16; do
+    flag=$([[ $precision == bfloat16 ]] && echo --bf16)
+    for batch in "${infer_batches[@]}"; do
+      measure "torch $precision infer $batch" "$py" bench/torch_inception_v3_cpu.py --mode=infer \
+        $flag --batch="$batch" --size="$size" --threads="$threads" --warmup="$warmup" --steps="$steps"
+    done
+    measure "torch $precision train $train_batch" "$py" bench/torch_inception_v3_cpu.py \
+      --mode=train $flag --batch="$train_batch" --size="$size" --threads="$threads" \
+      --warmup="$warmup" --steps="$steps"
+  done
+fi
+
+if has tensorflow tensorflow; then
+  echo "tensorflow $("$py" -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null)"
+  for precision in float32 bfloat16; do
+    for batch in "${infer_batches[@]}"; do
+      measure "tensorflow $precision infer $batch" "$py" bench/peers/tf_inception_v3.py \
+        --mode=infer --precision=$precision --batch="$batch" --size="$size" --threads="$threads" \
+        --warmup="$warmup" --steps="$steps"
+    done
+    measure "tensorflow $precision train $train_batch" "$py" bench/peers/tf_inception_v3.py \
+      --mode=train --precision=$precision --batch="$train_batch" --size="$size" \
+      --threads="$threads" --warmup="$warmup" --steps="$steps"
+  done
+fi
+
+onnx=$work/inception_v3.onnx
+if [[ -n $py ]] && ! "$bench" --mode=infer --batch=1 --size="$size" --write_onnx="$onnx" \
+  >/dev/null 2>"$work/err"; then
+  miss "onnxruntime, openvino: inception_bench --write_onnx failed: $(tail -n 1 "$work/err")"
+  onnx=""
+fi
+if [[ -n $onnx ]] && has onnxruntime onnxruntime; then
+  echo "onnxruntime $("$py" -c 'import onnxruntime; print(onnxruntime.__version__)')"
+  for batch in "${infer_batches[@]}"; do
+    measure "onnxruntime float32 infer $batch" "$py" bench/peers/onnx_inception_v3.py \
+      --onnx="$onnx" --runtime=onnxruntime --batch="$batch" --size="$size" --threads="$threads" \
+      --warmup="$warmup" --steps="$steps"
+  done
+fi
+if [[ -n $onnx ]] && has openvino openvino; then
+  echo "openvino $("$py" -c 'import openvino; print(openvino.__version__)')"
+  ov_precisions=(float32 default)
+  if has nncf "openvino int8 (NNCF)"; then ov_precisions+=(int8); fi
+  for precision in "${ov_precisions[@]}"; do
+    for batch in "${infer_batches[@]}"; do
+      measure "openvino $precision infer $batch" "$py" bench/peers/onnx_inception_v3.py \
+        --onnx="$onnx" --runtime=openvino --precision=$precision --batch="$batch" \
+        --size="$size" --threads="$threads" --warmup="$warmup" --steps="$steps"
+    done
+  done
+fi
+
+# spread "v1 v2 ...": "min median max" (the median of an even count: the mean of the middle two).
+spread() {
+  tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 }
+    END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print v[1], m, v[NR] }'
+}
+
+echo "== images/sec (min / median / max over $repeats) and ours / peer (medians)"
+printf '%-12s %-9s %-6s %5s %10s %10s %10s   %s\n' who precision mode batch min median max \
+  "ours/peer"
+mapfile -t keys < <(printf '%s\n' "${!runs[@]}" | sort -k3,3 -k4,4n -k2,2 -k1,1)
+for key in "${keys[@]}"; do
+  read -r who precision mode batch <<<"$key"
+  read -r lo mid hi <<<"$(spread "${runs[$key]}")"
+  # OpenVINO's default precision is its choice for this CPU: compared with our float32.
+  ours_precision=$([[ $precision == default ]] && echo float32 || echo "$precision")
+  ratio=""
+  ours_key="ours $ours_precision $mode $batch"
+  if [[ $who != ours && -n ${runs[$ours_key]:-} ]]; then
+    read -r _ ours_mid _ <<<"$(spread "${runs[$ours_key]}")"
+    ratio=$(awk -v o="$ours_mid" -v p="$mid" 'BEGIN { printf "%.2fx", o / p }')
+    [[ $precision == default ]] && ratio+=" (vs ours float32)"
+  fi
+  printf '%-12s %-9s %-6s %5s %10.2f %10.2f %10.2f   %s\n' "$who" "$precision" "$mode" "$batch" \
+    "$lo" "$mid" "$hi" "$ratio"
+done
+echo "ours int8: scales from one forward over random images (inception_bench): speed only."
+echo "bfloat16 on a CPU without bf16 dot products (no avx512_bf16 / amx_bf16 above) computes in f32."
+if ((${#missing[@]})); then
+  echo "== missing"
+  printf '%s\n' "${missing[@]}"
+fi
+exit 0
