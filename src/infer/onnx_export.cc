@@ -281,8 +281,7 @@ Status OnnxBuilder::emit_conv(const Node& conv_node, const Node* bn_node) {
     // (quantize_layers runs after the folding); they give the integers an int8 export stores.
     IC_RETURN_IF_ERROR(check_layer_quantization(conv_node.name, *q, co));
     x = quantized_input(conv_node.inputs.at(0), q->input_scale);
-    const std::vector<float> scales =
-        channel_weight_scales(folded.weights, co, ChannelAxis::outer);
+    const std::vector<float> scales = channel_weight_scales(folded.weights, co, ChannelAxis::outer);
     w_name = dequantized_weights(conv_node.name, w_dims,
                                  quantize_weights(folded.weights, scales, ChannelAxis::outer),
                                  scales, /*axis=*/0);
