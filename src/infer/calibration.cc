@@ -96,7 +96,7 @@ Result<QuantizationTable> calibrate_int8(Backend& backend, const InferenceModel&
   in.height = model.meta.height;
   in.width = model.meta.width;
   in.max_eval_images = options.images;
-  in.num_classes = model.meta.num_classes;
+  in.num_classes = 0;  // calibration reads no label: any labelled images serve
   Result<std::unique_ptr<InputPipeline>> pipeline = InputPipeline::create(in);
   if (!pipeline.ok())
     return pipeline.status().with_context("int8 calibration data " + options.data_dir);
