@@ -5,6 +5,7 @@
 //   fuzz_image             JPEGs and a PNG behind every harness prefix (call, scale, crop)
 //   fuzz_preprocess        tf.Examples of a JPEG and a PNG, labels 0-7 (every preprocessing)
 //   fuzz_safetensors       safetensors files with every dtype and metadata
+//   fuzz_int8_export       a safetensors file holding one int8 layer
 //   fuzz_json              their JSON headers
 //   fuzz_npy               .npy arrays of rank 0, 1 and 3
 //   fuzz_event             an event file with a scalar and an eval event
@@ -110,6 +111,23 @@ ic::Status image_seeds(const fs::path& dir, const std::vector<std::string>& imag
     }
   }
   return ic::Status();
+}
+
+// An int8 export's layer (runtime/int8_tensors.h): I8 HWIO weights of 3 output channels, their
+// scales, the input scale.
+ic::Status int8_export_seeds(const fs::path& dir) {
+  const int8_t q[] = {127, -5, 0, -127, 64, 1};
+  const float weight_scales[] = {0.01f, 0.5f, 2.0f};
+  const float input_scale = 0.05f;
+  const std::string layer = "InceptionV3/Conv2d_2a_3x3";
+  const std::vector<ic::TensorView> tensors = {
+      {layer + "/weights", ic::DType::s8, ic::Shape({1, 1, 2, 3}), q},
+      {layer + "/int8_weight_scales", ic::DType::f32, ic::Shape({3}), weight_scales},
+      {layer + "/int8_input_scale", ic::DType::f32, ic::Shape({1}), &input_scale}};
+  return ic::write_safetensors(
+      (dir / "one_layer").string(),
+      {{"precision", "int8"}, {"calibration_images", "512"}, {"calibration_data", "d/train-*"}},
+      tensors);
 }
 
 ic::Status safetensors_seeds(const fs::path& dir, const fs::path& json_dir) {
@@ -324,7 +342,7 @@ ic::Status make_seeds(const fs::path& out) {
        {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess", "fuzz_safetensors",
         "fuzz_tensor_bundle", "fuzz_json", "fuzz_npy", "fuzz_event", "fuzz_checkpoint_state",
         "fuzz_idx", "fuzz_synset_labels", "fuzz_input_position", "fuzz_predict_request",
-        "fuzz_gcs_json"}) {
+        "fuzz_gcs_json", "fuzz_int8_export"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -344,6 +362,7 @@ ic::Status make_seeds(const fs::path& out) {
                                    ic::encode_image_example(e)));
   }
   IC_RETURN_IF_ERROR(safetensors_seeds(out / "fuzz_safetensors", out / "fuzz_json"));
+  IC_RETURN_IF_ERROR(int8_export_seeds(out / "fuzz_int8_export"));
   IC_RETURN_IF_ERROR(bundle_seeds(out / "fuzz_tensor_bundle"));
   IC_RETURN_IF_ERROR(npy_seeds(out / "fuzz_npy"));
   IC_RETURN_IF_ERROR(event_seeds(out / "fuzz_event"));

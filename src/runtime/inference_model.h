@@ -17,6 +17,7 @@
 #include "io/checkpoint_contents.h"
 #include "models/model.h"
 #include "runtime/checkpoint_meta.h"
+#include "runtime/int8_tensors.h"
 #include "runtime/model_variables.h"
 
 namespace ic {
@@ -38,11 +39,6 @@ struct InferenceModel {
   // a float32 model of those values.
   std::optional<QuantizationTable> int8;
 };
-
-// The tensors an int8 export (export_model --format=int8) holds beside the int8 weights
-// "<layer>/weights" of each int8 layer: f32 [channels] weight scales and f32 [1] input scale.
-std::string int8_weight_scales_name(const std::string& layer);
-std::string int8_input_scale_name(const std::string& layer);
 
 // The newest servable in `dir`, the one rule resolve_checkpoint and serve's watcher share:
 //  - a training directory (it has a `checkpoint` file): the checkpoint that file names;
