@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -81,11 +82,16 @@ Result<QuantizationTable> calibrate_int8(Backend& backend, const InferenceModel&
                                                             params.layout, params.binding()));
 
   const std::map<std::string, Candidate> layers = candidates(model_graph);
-  std::map<std::string, InputRange> ranges;
+  // One range per value: the branches of an Inception block read one value, which is looked
+  // at once per batch, not once per branch.
+  std::map<std::string, ValueId> reads;  // layer -> the value it reads
+  std::map<ValueId, InputRange> ranges;
   for (const Node& node : inference->graph.nodes) {
     if (layers.count(node.name) == 0) continue;
-    const Shape& shape = inference->graph.values.at(static_cast<size_t>(node.inputs.at(0))).shape;
-    ranges[node.name].floats_per_row = shape.numel() / batch;
+    const ValueId x = node.inputs.at(0);
+    reads[node.name] = x;
+    ranges[x].floats_per_row =
+        inference->graph.values.at(static_cast<size_t>(x)).shape.numel() / batch;
   }
 
   InputOptions in;
@@ -103,16 +109,18 @@ Result<QuantizationTable> calibrate_int8(Backend& backend, const InferenceModel&
 
   int64_t seen = 0;
   std::vector<float> host;
+  std::set<ValueId> observed;  // this batch's
   while (seen < options.images) {
     IC_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> next, (*pipeline)->next());
     if (next == nullptr) break;
     if (next->valid == 0) continue;
     backend.upload(compiled->images(), next->images.data(), next->images.size() * sizeof(float));
+    observed.clear();
     compiled->forward_observing(
         StepContext{}, [&](const std::string& name, const std::vector<const void*>& inputs) {
-          auto range = ranges.find(name);
-          if (range == ranges.end()) return;
-          InputRange& r = range->second;
+          auto read = reads.find(name);
+          if (read == reads.end() || !observed.insert(read->second).second) return;
+          InputRange& r = ranges.at(read->second);
           host.resize(static_cast<size_t>(r.floats_per_row * batch));
           backend.download(host.data(), inputs.at(0), host.size() * sizeof(float));
           float batch_max = -std::numeric_limits<float>::infinity();
@@ -135,7 +143,8 @@ Result<QuantizationTable> calibrate_int8(Backend& backend, const InferenceModel&
   QuantizationTable table;
   table.calibration_images = std::min(seen, options.images);
   table.calibration_data = options.data_dir + "/" + options.file_prefix + "*";
-  for (const auto& [name, r] : ranges) {
+  for (const auto& [name, x] : reads) {
+    const InputRange& r = ranges.at(x);
     const double mean_max =
         r.batches > 0 ? r.sum_of_batch_max / static_cast<double>(r.batches) : 0.0;
     if (r.min < 0.f || !(mean_max > 0.0)) continue;  // signed or dead input: stays float32

@@ -2,15 +2,14 @@
 
 #include <fcntl.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <set>
 
 #include "infer/onnx_export.h"
+#include "infer/onnx_qdq.h"
 #include "infer/saved_model_export.h"
 #include "io/checkpoint_dir.h"
 #include "io/file_system.h"
@@ -41,9 +40,8 @@ Status write_int8_export(const InferenceModel& model, const std::string& path) {
   metadata["calibration_images"] = std::to_string(table.calibration_images);
   metadata["calibration_data"] = table.calibration_data;
 
-  // Storage for what the views below point at: the int8 weights and the scales.
+  // The int8 weights the views below point at (the scales are the table's own).
   std::map<std::string, std::vector<int8_t>> quantized;
-  std::map<std::string, float> input_scales;
   for (const auto& [layer, q] : table.layers) {
     const std::string weights_name = layer + "/weights";
     auto w = model.weights.find(weights_name);
@@ -56,14 +54,8 @@ Status write_int8_export(const InferenceModel& model, const std::string& path) {
                               w->second.shape.str(), " weights");
     std::vector<float> values(count);
     std::memcpy(values.data(), w->second.bytes.data(), count * sizeof(float));
-    std::vector<int8_t>& out = quantized[weights_name];
-    out.resize(count);
-    for (size_t k = 0; k < count; ++k) {
-      const float level = std::nearbyint(values[k] / q.weight_scales[k % channels]);
-      out[k] = static_cast<int8_t>(std::clamp(level, -static_cast<float>(kInt8WeightMax),
-                                              static_cast<float>(kInt8WeightMax)));
-    }
-    input_scales[layer] = q.input_scale;
+    // HWIO: the output channel is innermost.
+    quantized[weights_name] = quantize_weights(values, q.weight_scales, ChannelAxis::inner);
   }
   std::vector<TensorView> tensors;
   for (const auto& [name, entry] : model.weights) {
@@ -79,7 +71,7 @@ Status write_int8_export(const InferenceModel& model, const std::string& path) {
                                  Shape{static_cast<int64_t>(q.weight_scales.size())},
                                  q.weight_scales.data()});
     tensors.push_back(
-        TensorView{int8_input_scale_name(layer), DType::f32, Shape{1}, &input_scales.at(layer)});
+        TensorView{int8_input_scale_name(layer), DType::f32, Shape{1}, &q.input_scale});
   }
   const int64_t step = model.global_step;
   tensors.push_back(TensorView{"global_step", DType::i64, Shape{}, &step});
