@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <utility>
 
 namespace ic {
@@ -43,7 +44,7 @@ std::vector<float> per_channel_weight_scales(const std::vector<float>& weights, 
 
 Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTable& table) {
   if (in.graph.training) return error("quantize_layers needs an inference graph");
-  size_t found = 0;
+  std::set<std::string> found;
   Graph& graph = in.graph;
   std::vector<Node> nodes;
   nodes.reserve(graph.nodes.size() * 2);
@@ -55,7 +56,7 @@ Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTabl
       nodes.push_back(std::move(node));
       continue;
     }
-    ++found;
+    found.insert(node.name);
     const LayerQuantization& layer = entry->second;
     int64_t channels = 0;
     std::optional<Int8Conv>* slot = int8_slot(node, &channels);
@@ -87,15 +88,9 @@ Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTabl
     node.inputs[0] = done->second;
     nodes.push_back(std::move(node));
   }
-  if (found != table.layers.size()) {
-    for (const auto& [name, layer] : table.layers) {
-      (void)layer;
-      const bool present =
-          std::any_of(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == name; });
-      if (!present)
-        return invalid_argument("int8 layer ", name, " is not a layer of this model's graph");
-    }
-  }
+  for (const auto& entry : table.layers)
+    if (found.count(entry.first) == 0)
+      return invalid_argument("int8 layer ", entry.first, " is not a layer of this model's graph");
   graph.nodes = std::move(nodes);
   for (size_t i = 0; i < graph.nodes.size(); ++i)
     for (ValueId out : graph.nodes[i].outputs)
