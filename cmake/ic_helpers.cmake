@@ -24,10 +24,11 @@ function(ic_add_tool name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
 endfunction()
 
-# ic_add_test_dir(name DIR dir DEPS ...): one GoogleTest binary from every *_test.cc in dir.
+# ic_add_test_dir(name DIR dir DEPS ...): one GoogleTest binary from every *_test.cc in dir, with
+# the helpers they share (*_test_util.cc).
 function(ic_add_test_dir name)
   cmake_parse_arguments(ARG "" "DIR" "DEPS" ${ARGN})
-  file(GLOB srcs CONFIGURE_DEPENDS ${ARG_DIR}/*_test.cc)
+  file(GLOB srcs CONFIGURE_DEPENDS ${ARG_DIR}/*_test.cc ${ARG_DIR}/*_test_util.cc)
   if(NOT srcs)
     return()
   endif()

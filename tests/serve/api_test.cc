@@ -59,23 +59,24 @@ TEST_F(ServeApi, StatusMetadataHealthMetricsAndPage) {
   // A request is counted once its answer has been written: the count may trail the answer
   // by a moment.
   const std::string counted = "serve_requests_total{endpoint=\"predict\",code=\"200\"} 1";
-  httplib::Result metrics = server_->client().Get("/metrics");
-  for (int i = 0; i < 100 && metrics && metrics->body.find(counted) == std::string::npos; ++i) {
+  HttpAnswer metrics = http_get(server_->port(), "/metrics");
+  for (int i = 0; i < 100 && metrics.answered() && metrics.body.find(counted) == std::string::npos;
+       ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    metrics = server_->client().Get("/metrics");
+    metrics = http_get(server_->port(), "/metrics");
   }
-  ASSERT_TRUE(metrics);
-  EXPECT_EQ(metrics->status, 200);
+  ASSERT_TRUE(metrics.answered());
+  EXPECT_EQ(metrics.status, 200);
   for (const char* line :
        {"serve_requests_total{endpoint=\"predict\",code=\"200\"} 1", "serve_model_version 2",
         "serve_images_total 1", "serve_batch_size_count 1", "serve_request_duration_seconds_count",
         "serve_model_loads_total{result=\"ok\"} 1"}) {
-    EXPECT_NE(metrics->body.find(line), std::string::npos) << line << "\n" << metrics->body;
+    EXPECT_NE(metrics.body.find(line), std::string::npos) << line << "\n" << metrics.body;
   }
-  httplib::Result page = server_->client().Get("/");
-  ASSERT_TRUE(page);
-  EXPECT_EQ(page->status, 200);
-  EXPECT_NE(page->body.find(":classify"), std::string::npos);
+  const HttpAnswer page = http_get(server_->port(), "/");
+  ASSERT_TRUE(page.answered());
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find(":classify"), std::string::npos);
 }
 
 TEST_F(ServeApi, PredictRowColumnarNamedAndClassify) {

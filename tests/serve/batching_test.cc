@@ -16,11 +16,11 @@ using namespace testing;
 
 // serve_batch_size_count in the /metrics text: the number of model runs so far.
 int64_t batches_run(const RunningServer& server) {
-  httplib::Result metrics = server.client().Get("/metrics");
-  if (!metrics) return -1;
+  const HttpAnswer metrics = http_get(server.port(), "/metrics");
+  if (!metrics.answered()) return -1;
   std::smatch match;
   static const std::regex kCount(R"(serve_batch_size_count (\d+))");
-  if (!std::regex_search(metrics->body, match, kCount)) return -1;
+  if (!std::regex_search(metrics.body, match, kCount)) return -1;
   return std::stoll(match[1]);
 }
 
@@ -28,8 +28,8 @@ int64_t batches_run(const RunningServer& server) {
 bool wait_for_queued(const RunningServer& server, int64_t count) {
   const std::string line = "serve_queued_instances " + std::to_string(count) + "\n";
   for (int i = 0; i < 1000; ++i) {
-    httplib::Result metrics = server.client().Get("/metrics");
-    if (metrics && metrics->body.find(line) != std::string::npos) return true;
+    const HttpAnswer metrics = http_get(server.port(), "/metrics");
+    if (metrics.body.find(line) != std::string::npos) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;

@@ -82,7 +82,7 @@ TEST(ServeReload, ANewCheckpointSwitchesTheVersionWithNoFailedRequest) {
   std::string metrics;
   for (int i = 0; i < 100; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    metrics = server.client().Get("/metrics")->body;
+    metrics = http_get(server.port(), "/metrics").body;
     if (metrics.find("serve_model_loads_total{result=\"failed\"} 1") != std::string::npos) break;
   }
   EXPECT_NE(metrics.find("serve_model_loads_total{result=\"failed\"} 1"), std::string::npos)
@@ -106,22 +106,16 @@ TEST(ServeProgram, SigtermAnswersEveryRequestInFlightAndExitsZero) {
   std::vector<std::thread> clients;
   for (int i = 0; i < kRequests; ++i) {
     clients.emplace_back([&, i] {
-      httplib::Client client("127.0.0.1", port);
-      client.set_read_timeout(60, 0);
       const std::string body = json{{"instances", {b64_instance(test_image(i))}}}.dump();
-      httplib::Result result =
-          client.Post("/v1/models/inception_v3:predict", body, "application/json");
-      statuses[i] = result ? result->status : -1;
+      statuses[i] = http_post(port, "/v1/models/inception_v3:predict", body).status;
     });
   }
   // Wait until all of them are queued (/metrics says so).
-  httplib::Client watcher("127.0.0.1", port);
   bool all_queued = false;
   for (int i = 0; i < 1000 && !all_queued; ++i) {
-    httplib::Result metrics = watcher.Get("/metrics");
-    all_queued = metrics &&
-                 metrics->body.find("serve_queued_instances " + std::to_string(kRequests) + "\n") !=
-                     std::string::npos;
+    const HttpAnswer metrics = http_get(port, "/metrics");
+    all_queued = metrics.body.find("serve_queued_instances " + std::to_string(kRequests) + "\n") !=
+                 std::string::npos;
     if (!all_queued) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(all_queued);
@@ -133,8 +127,7 @@ TEST(ServeProgram, SigtermAnswersEveryRequestInFlightAndExitsZero) {
   const std::string log = read_text(dir.sub("serve.log"));
   EXPECT_NE(log.find("every request in flight was answered"), std::string::npos) << log;
   // Nothing listens any more.
-  httplib::Client late("127.0.0.1", port);
-  EXPECT_FALSE(late.Get("/healthz"));
+  EXPECT_FALSE(http_get(port, "/healthz").answered());
 }
 
 }  // namespace

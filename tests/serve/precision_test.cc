@@ -70,7 +70,7 @@ TEST_F(ServePrecisionTest, Float32IsInTheLoadLineHealthzAndMetricsNotInTheModelS
   EXPECT_EQ(server.server().current_model()->precision(), InferencePrecision::float32);
   EXPECT_NE(log.all().find("precision float32 (asked for)"), std::string::npos) << log.all();
 
-  const std::string metrics = server.client().Get("/metrics")->body;
+  const std::string metrics = http_get(server.port(), "/metrics").body;
   EXPECT_NE(metrics.find("serve_model_precision{model=\"inception_v3\",precision=\"float32\"} 1\n"),
             std::string::npos)
       << metrics;
@@ -90,7 +90,7 @@ TEST_F(ServePrecisionTest, AutoIsFloat32WhereTheBackendHasNoNativeBf16) {
   ASSERT_NE(server.server().current_model(), nullptr) << log.all();
   Result<std::unique_ptr<Backend>> backend = make_backend(BackendOptions{});
   ASSERT_TRUE(backend.ok());
-  const std::string metrics = server.client().Get("/metrics")->body;
+  const std::string metrics = http_get(server.port(), "/metrics").body;
   if ((*backend)->has_native_bf16()) {
     // Timed at start-up: either may win, and the line says what each took.
     EXPECT_NE(log.all().find("(auto: a batch of 2 took "), std::string::npos) << log.all();
@@ -258,13 +258,12 @@ TEST_F(ServePrecisionTest, TheProgramSaysItsPrecisionInItsStartUpLineAndMetrics)
                           model_dir() + ", precision float32,"),
                 std::string::npos)
           << text;
-      httplib::Client client("127.0.0.1", port);
-      httplib::Result metrics = client.Get("/metrics");
-      ASSERT_TRUE(metrics);
-      EXPECT_NE(metrics->body.find(
+      const HttpAnswer metrics = http_get(port, "/metrics");
+      ASSERT_TRUE(metrics.answered());
+      EXPECT_NE(metrics.body.find(
                     "serve_model_precision{model=\"inception_v3\",precision=\"float32\"} 1"),
                 std::string::npos)
-          << metrics->body;
+          << metrics.body;
     } else {
       EXPECT_NE(text.find("(auto: a batch of 2 took "), std::string::npos) << text;
     }

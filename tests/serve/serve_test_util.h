@@ -3,7 +3,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,36 +78,41 @@ class RunningServer {
   }
   int port() const { return server_ ? server_->port() : 0; }
   Server& server() { return *server_; }
-  httplib::Client client() const {
-    httplib::Client client("127.0.0.1", port());
-    client.set_read_timeout(60, 0);
-    return client;
-  }
 
  private:
   std::unique_ptr<Server> server_;
   std::thread thread_;
 };
 
+// One HTTP answer as text. The HTTP client lives in serve_test_util.cc, so that only one
+// file of the suite compiles it.
+struct HttpAnswer {
+  int status = -1;  // -1: no answer at all (connection failed)
+  std::string body;
+  bool answered() const { return status != -1; }
+};
+// A GET or a JSON POST to 127.0.0.1:port (60 s read timeout).
+HttpAnswer http_get(int port, const std::string& path);
+HttpAnswer http_post(int port, const std::string& path, const std::string& body);
+
 struct Reply {
   int status = -1;  // -1: no answer at all (connection failed)
   json body;
 };
 
-inline Reply to_reply(const httplib::Result& result) {
+inline Reply to_reply(const HttpAnswer& answer) {
   Reply reply;
-  if (!result) return reply;
-  reply.status = result->status;
-  reply.body = json::parse(result->body, nullptr, false);
+  reply.status = answer.status;
+  if (answer.answered()) reply.body = json::parse(answer.body, nullptr, false);
   return reply;
 }
 
 inline Reply post(const RunningServer& server, const std::string& path, const std::string& body) {
-  return to_reply(server.client().Post(path.c_str(), body, "application/json"));
+  return to_reply(http_post(server.port(), path, body));
 }
 
 inline Reply get(const RunningServer& server, const std::string& path) {
-  return to_reply(server.client().Get(path.c_str()));
+  return to_reply(http_get(server.port(), path));
 }
 
 // The error message of an error reply ("" when there is none).
