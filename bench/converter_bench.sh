@@ -5,6 +5,8 @@
 # written), so this measures decode + framing + writing, not a cold disk.
 #   bench/converter_bench.sh [BUILD_DIR] [NUM_THREADS]
 set -euo pipefail
+source "$(dirname "$0")/machine.sh"
+print_machine
 build=${1:-build}
 threads=${2:-$(nproc)}
 bin="$build/bin"

@@ -6,6 +6,8 @@
 #   bench/cpu_inception_v3.sh [build_dir] [batch] [threads] [steps]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/machine.sh
+print_machine
 build=${1:-build}
 batch=${2:-32}
 threads=${3:-2}

@@ -40,11 +40,8 @@ export OMP_NUM_THREADS=$threads TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES=""
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "== machine"
-uptime
-grep -m1 'model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: /cpu: /'
-echo "isa: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
-  grep -E '^(avx2|fma|avx512.*|amx.*|.*vnni.*)$' | sort -u | tr '\n' ' ')"
+source bench/machine.sh
+print_machine
 echo "threads=$threads size=${size}x$size steps=$steps warmup=$warmup repeats=$repeats"
 
 [[ ${SKIP_BUILD:-0} == 1 ]] || cmake --build "$build" --target inception_bench >/dev/null || {

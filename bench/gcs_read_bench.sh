@@ -8,6 +8,8 @@
 # client sustains; it also competes with the pipeline for the same cores.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/bench/machine.sh"
+print_machine
 BUILD=${1:-$ROOT/build}
 IMAGES=${2:-512}
 THREADS=${3:-2}

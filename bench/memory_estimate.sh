@@ -7,6 +7,8 @@
 #   bench/memory_estimate.sh [batch ...]      (default: 4 16; needs build/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/machine.sh
+print_machine
 batches=("$@")
 ((${#batches[@]})) || batches=(4 16)
 command -v /usr/bin/time >/dev/null || { echo "memory_estimate: needs GNU time (apt-get install time)" >&2; exit 1; }

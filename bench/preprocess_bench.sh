@@ -4,6 +4,8 @@
 # with 1 and 2 threads, in the same run. Usage: bench/preprocess_bench.sh [build_dir] [images]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/bench/machine.sh"
+print_machine
 BUILD=${1:-$ROOT/build}
 IMAGES=${2:-200}
 PASSES=${PASSES:-3}
