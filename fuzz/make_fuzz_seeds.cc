@@ -14,6 +14,8 @@
 //   fuzz_synset_labels     labels files for the harness's three validation images
 //   fuzz_input_position    positions of a two-file stream (fresh, mid-file, buffered)
 //   fuzz_predict_request   predict bodies (row, columnar, named, float), a classify body
+//   fuzz_http_request      HTTP requests: GET, POST with a length, chunked, pipelined,
+//                          Expect: 100-continue (the first byte picks the harness's chunk size)
 //   fuzz_gcs_json          Cloud Storage / OAuth bodies: a listing page, object metadata, a
 //                          token response, a service-account key (dummy PEM), rewrite and
 //                          error responses
@@ -337,12 +339,27 @@ MIIBVAIBADANBgkqhkiG9w0BAQEFAASC
   return ic::Status();
 }
 
+ic::Status http_request_seeds(const fs::path& dir) {
+  const std::map<std::string, std::string> requests = {
+      {"get", "\x07GET /v1/models/inception_v3 HTTP/1.1\r\nHost: localhost:8501\r\n\r\n"},
+      {"post", "\x10POST /v1/models/m:predict HTTP/1.1\r\nHost: a\r\nContent-Type: "
+               "application/json\r\nContent-Length: 16\r\n\r\n{\"instances\": []}"},
+      {"chunked", "\x03POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "4;x=y\r\nabcd\r\n0\r\nT: v\r\n\r\n"},
+      {"pipelined", "\x20GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.0\r\n\r\n"},
+      {"expect", "\x01PUT /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: "
+                 "2\r\nConnection: close\r\n\r\nok"},
+  };
+  for (const auto& [name, bytes] : requests) IC_RETURN_IF_ERROR(write_bytes(dir / name, bytes));
+  return ic::Status();
+}
+
 ic::Status make_seeds(const fs::path& out) {
   for (const char* harness :
        {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess", "fuzz_safetensors",
         "fuzz_tensor_bundle", "fuzz_json", "fuzz_npy", "fuzz_event", "fuzz_checkpoint_state",
         "fuzz_idx", "fuzz_synset_labels", "fuzz_input_position", "fuzz_predict_request",
-        "fuzz_gcs_json", "fuzz_int8_export"}) {
+        "fuzz_gcs_json", "fuzz_int8_export", "fuzz_http_request"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -371,6 +388,7 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(input_position_seeds(out / "fuzz_input_position"));
   IC_RETURN_IF_ERROR(predict_request_seeds(out / "fuzz_predict_request", jpeg, png));
   IC_RETURN_IF_ERROR(gcs_json_seeds(out / "fuzz_gcs_json"));
+  IC_RETURN_IF_ERROR(http_request_seeds(out / "fuzz_http_request"));
   return synset_label_seeds(out / "fuzz_synset_labels");
 }
 

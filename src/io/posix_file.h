@@ -1,5 +1,5 @@
-// Small POSIX file helpers shared by the checkpoint writers and readers: an owning file
-// descriptor, complete reads/writes, and the atomic-replace write every checkpoint file uses.
+// Small POSIX file helpers shared by the checkpoint writers and readers: complete reads and
+// writes, and the atomic-replace write every checkpoint file uses (UniqueFd is core/unique_fd.h).
 #pragma once
 
 #include <unistd.h>
@@ -11,40 +11,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/unique_fd.h"
 
 namespace ic {
-
-// A POSIX file descriptor closed on scope exit.
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = other.fd_;
-      other.fd_ = -1;
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  // Closes now and reports the error close() may carry (deferred write errors on NFS).
-  int close_checked() {
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 // The code for a failed system call's errno: ENOENT not_found, EEXIST already_exists, ENOSPC
 // / EDQUOT / ENOMEM resource_exhausted, anything else internal.
