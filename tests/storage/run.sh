@@ -21,6 +21,8 @@
 #      and a failed export deletes the objects it uploaded
 #   7. a trainer killed (SIGKILL) in mid-save leaves only complete checkpoints listed, and a
 #      restart resumes from the newest
+#   8. export_model killed (SIGKILL) at random moments while it writes to gs:// never leaves
+#      a version that classify (serve's rule, the newest servable) would pick half-written
 # Anything that cannot be installed or run fails the script; nothing is skipped.
 #   usage: tests/storage/run.sh            (IC_BIN_DIR=... for another build's bin directory)
 set -euo pipefail
@@ -112,7 +114,7 @@ tiny=(--use_tpu=False --num_threads=1 --iterations=2 --train_batch_size=2 --eval
       --num_parallel_calls=1 --seed=3 --train_steps_per_eval=2 --eval_total_size=8)
 gs=gs://$bucket
 
-say "1/7: the converter's shards go to gs://"
+say "1/8: the converter's shards go to gs://"
 run data_local "$bin/make_fake_imagenet" --output_dir="$work/data" "${data_flags[@]}"
 run data_gs "$bin/make_fake_imagenet" --output_dir="$gs/data" "${data_flags[@]}"
 for f in train-00000-of-00003 train-00002-of-00003 validation-00000-of-00001; do
@@ -134,7 +136,7 @@ run convert_resume "$bin/imagenet_to_tfrecord" "${convert[@]}" --local_scratch_d
   --resume
 grep -q "resumed" "$work/convert_resume.log" || die "--resume did not find the shards in the bucket"
 
-say "2/7: train_and_eval from and to gs://, with an eval process following the model_dir"
+say "2/8: train_and_eval from and to gs://, with an eval process following the model_dir"
 "$bin/inception_v3" --mode=eval --data_dir="$gs/data" --model_dir="$gs/model" "${tiny[@]}" \
   --train_steps=6 --eval_timeout=300 >"$work/follow.log" 2>&1 &
 follower=$!
@@ -151,7 +153,7 @@ grep -q '^model/events.out.tfevents' "$work/model_objects.txt" || die "no traini
 grep -q '^model/eval/events.out.tfevents' "$work/model_objects.txt" || die "no eval event file in gs://$bucket/model/eval"
 same_checkpoint "$gs/model/model.ckpt-4" "$work/model/model.ckpt-4" "after 4 steps"
 
-say "3/7: a restart resumes from the gs:// checkpoint"
+say "3/8: a restart resumes from the gs:// checkpoint"
 run resume_gs "$bin/inception_v3" --mode=train_and_eval --data_dir="$gs/data" \
   --model_dir="$gs/model" "${tiny[@]}" --train_steps=6
 grep -qF "Restoring parameters from $gs/model/model.ckpt-4 (global step 4)" "$work/resume_gs.log" || {
@@ -170,7 +172,7 @@ grep -qF "Evaluation finished after training step 6" "$work/follow.log" || {
   die "--mode=eval did not follow $gs/model to step 6"
 }
 
-say "4/7: classify reads the model and an image from gs://"
+say "4/8: classify reads the model and an image from gs://"
 run raw "$bin/make_fake_imagenet" --output_dir="$work/raw" --raw_layout --num_train_images=2 \
   --num_validation_images=1 --image_size=80 --num_classes=10 --seed=5
 image=$(find "$work/raw" -name '*.JPEG' | sort | head -1)
@@ -184,7 +186,7 @@ run classify_local "$bin/classify" --model_dir="$work/model" --num_threads=1 \
   --logits_out="$work/local.npy" "$image"
 cmp -s "$work/gs.npy" "$work/local.npy" || die "classify's logits differ between gs:// and local"
 
-say "5/7: exports to a gs:// export_dir; classify and serve read them from there"
+say "5/8: exports to a gs:// export_dir; classify and serve read them from there"
 run export_saved_model_gs "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports"
 run export_safetensors_gs "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports" \
   --format=safetensors
@@ -221,7 +223,7 @@ grep -q '"predictions"' "$work/predicted.json" || die "serve's answer has no pre
 kill "$server"
 wait "$server" || die "serve did not exit 0 on SIGTERM: $(tail -3 "$work/serve.log")"
 
-say "6/7: faults between the programs and the emulator"
+say "6/8: faults between the programs and the emulator"
 proxy_port=$(free_port)
 rules=$work/rules.json
 echo '[]' >"$rules"
@@ -286,7 +288,7 @@ for name in $listed; do
     die "$name, named by the checkpoint object, is not complete"
 done
 
-say "7/7: a trainer killed (SIGKILL) while it saves to gs:// leaves only complete checkpoints"
+say "7/8: a trainer killed (SIGKILL) while it saves to gs:// leaves only complete checkpoints"
 export STORAGE_EMULATOR_HOST=$emulator
 unset IC_STORAGE_RETRY_DELAY_MS IC_STORAGE_TIMEOUT_S
 for round in 1 2 3; do
@@ -317,4 +319,23 @@ grep -qF "(global step $latest)" "$work/kill_resume.log" || {
   cat "$work/kill_resume.log" >&2
   die "the restart did not resume from step $latest"
 }
+say "8/8: export_model killed (SIGKILL) while it writes to gs:// leaves no half version to pick"
+run export_kill_first "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_kill" \
+  --format=safetensors
+for round in $(seq 10); do
+  "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_kill" --format=safetensors \
+    >"$work/export_kill_$round.log" 2>&1 &
+  victim=$!
+  sleep "0.$((RANDOM % 10))"
+  kill -9 "$victim" 2>/dev/null || true
+  wait "$victim" 2>/dev/null || true
+  # The newest version whose marker object (model.safetensors, written last) exists must load.
+  run "export_kill_classify_$round" "$bin/classify" --model_dir="$gs/exports_kill" --num_threads=1 \
+    "$gs/images/cat.JPEG"
+done
+# Where the kills landed depends on the machine: say how many came before the export finished.
+unfinished=$(grep -L '^Exported ' "$work"/export_kill_*.log | wc -l)
+say "  $unfinished of 10 exports were killed before they finished"
+run export_kill_last "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_kill" \
+  --format=safetensors
 say "passed"
