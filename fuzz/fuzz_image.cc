@@ -4,7 +4,9 @@
 //           window decode, converter's prepare_image, header only)
 //   bytes 1-8: the crop window y, x, height, width as little-endian int16 (negative and
 //           out-of-image values test the clamping)
-// A crop window decode must agree with the full decode on every pixel of the window.
+// A crop window decode must agree with the full decode on every pixel of the window. Every
+// call gets the harness's pixel limit (image_limits.h), which the decoders apply from the header
+// before allocating: an image claiming more must be refused, never decoded.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -31,11 +33,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ic::CropWindow wanted{get_i16(data + 1), get_i16(data + 3), get_i16(data + 5),
                               get_i16(data + 7)};
   const std::string_view image = ic::fuzz::as_view(data + kPrefix, size - kPrefix);
-  if (ic::fuzz::claimed_pixels(image) > ic::fuzz::kMaxImagePixels) return 0;
+  const int64_t limit = ic::fuzz::kMaxImagePixels;
+  const bool over_limit = ic::fuzz::claimed_pixels(image) > limit;
+  // A decode that succeeds on an image over the limit broke the decoders' promise.
+  auto check_refused = [&](bool ok) {
+    if (ok && over_limit) std::abort();
+  };
 
   switch (call) {
     case 0: {
-      ic::Result<ic::RgbImage> full = ic::decode_image(image, scale_denom);
+      ic::Result<ic::RgbImage> full = ic::decode_image(image, scale_denom, limit);
+      check_refused(full.ok());
       if (full.ok() && full->pixels.size() != static_cast<size_t>(full->height) * full->width * 3) {
         std::abort();
       }
@@ -44,14 +52,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 1: {
       ic::RgbImage region;
       ic::CropWindow decoded;
-      if (!ic::decode_image_region_into(image, scale_denom, wanted, &region, &decoded).ok()) break;
+      const bool ok =
+          ic::decode_image_region_into(image, scale_denom, wanted, &region, &decoded, limit).ok();
+      check_refused(ok);
+      if (!ok) break;
       if (region.height != decoded.height || region.width != decoded.width ||
           region.pixels.size() != static_cast<size_t>(region.height) * region.width * 3) {
         std::abort();
       }
       // The region is a window of the full decode at the same scale (PNGs: full size).
       const bool png = ic::sniff_image_format(image) == ic::ImageFormat::png;
-      ic::Result<ic::RgbImage> full = ic::decode_image(image, png ? 1 : scale_denom);
+      ic::Result<ic::RgbImage> full = ic::decode_image(image, png ? 1 : scale_denom, limit);
       if (!full.ok()) break;  // the full decode reads to the end and may fail where a crop did not
       if (decoded.y < 0 || decoded.x < 0 || decoded.y + decoded.height > full->height ||
           decoded.x + decoded.width > full->width) {
@@ -72,7 +83,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 2: {
-      ic::Result<ic::PreparedImage> prepared = ic::prepare_image(image, (data[0] & 16) != 0);
+      ic::Result<ic::PreparedImage> prepared = ic::prepare_image(image, (data[0] & 16) != 0, limit);
+      check_refused(prepared.ok());
       if (prepared.ok() && ic::sniff_image_format(prepared->encoded) != ic::ImageFormat::jpeg) {
         std::abort();  // what goes into a record is always a JPEG
       }

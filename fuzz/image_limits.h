@@ -1,6 +1,6 @@
-// The image size above which the image harnesses skip an input. A decode allocates 3 bytes per
-// pixel the header claims, whatever the file's size, so the programs must refuse such images
-// before decoding; the decoders themselves are what is fuzzed here.
+// The pixel limit the image harnesses give the decoders. A decode allocates 3 bytes per pixel
+// the header claims, whatever the file's size, so every decoder refuses an image over its
+// limit from the header, before allocating; fuzz_image checks that it does.
 #pragma once
 
 #include <algorithm>

@@ -2,7 +2,8 @@
 // made by the project's own writers so the fuzzers start from valid inputs:
 //   fuzz_tfrecord          two-record TFRecord files (one record a tf.Example)
 //   fuzz_example           serialized tf.Examples (with and without boxes)
-//   fuzz_image             JPEGs and a PNG behind every harness prefix (call, scale, crop)
+//   fuzz_image             JPEGs and a PNG behind every harness prefix (call, scale, crop),
+//                          and bombs (60000x60000 headers), a cut JPEG, a short scan
 //   fuzz_preprocess        tf.Examples of a JPEG and a PNG, labels 0-7 (every preprocessing)
 //   fuzz_safetensors       safetensors files with every dtype and metadata
 //   fuzz_int8_export       a safetensors file holding one int8 layer
@@ -26,6 +27,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/example.h"
@@ -90,6 +92,33 @@ ic::Status tfrecord_seeds(const fs::path& dir, const std::string& example) {
   std::string damaged = ic::frame_tfrecord("corrupt") + ic::frame_tfrecord("");
   damaged[13] ^= 1;
   return write_bytes(dir / "damaged", damaged);
+}
+
+// Hostile variants of a JPEG and a PNG: decompression bombs (headers claiming 60000x60000, the
+// PNG's with a valid CRC), a JPEG cut in its scan data, and one whose frame header claims more
+// rows than its scan holds (libjpeg fills the rest with grey; the decoders must refuse both).
+std::vector<std::string> damaged_images(const std::string& jpeg, const std::string& png) {
+  auto jpeg_claiming = [&](int height, int width) {
+    std::string bytes = jpeg;
+    const size_t sof = bytes.find("\xFF\xC0");
+    if (sof == std::string::npos || sof + 9 > bytes.size()) return bytes;
+    bytes[sof + 5] = static_cast<char>(height >> 8);
+    bytes[sof + 6] = static_cast<char>(height & 0xff);
+    bytes[sof + 7] = static_cast<char>(width >> 8);
+    bytes[sof + 8] = static_cast<char>(width & 0xff);
+    return bytes;
+  };
+  std::string png_bomb = png;
+  auto put_be32 = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) png_bomb[at + i] = static_cast<char>(v >> (24 - 8 * i));
+  };
+  put_be32(16, 60000);
+  put_be32(20, 60000);
+  // The CRC over "IHDR" and its 13 bytes, fixed as a real bomb has it.
+  put_be32(29, static_cast<uint32_t>(
+                   crc32(0, reinterpret_cast<const Bytef*>(png_bomb.data() + 12), 17)));
+  return {jpeg_claiming(60000, 60000), png_bomb, jpeg.substr(0, jpeg.size() * 2 / 3),
+          jpeg_claiming(240, 320)};
 }
 
 ic::Status image_seeds(const fs::path& dir, const std::vector<std::string>& images) {
@@ -371,7 +400,9 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(write_bytes(out / "fuzz_example" / "boxes", example));
   IC_RETURN_IF_ERROR(write_bytes(out / "fuzz_example" / "plain",
                                  ic::encode_image_example(example_with(small_jpeg, false))));
-  IC_RETURN_IF_ERROR(image_seeds(out / "fuzz_image", {jpeg, small_jpeg, png}));
+  std::vector<std::string> images = {jpeg, small_jpeg, png};
+  for (std::string& damaged : damaged_images(jpeg, png)) images.push_back(std::move(damaged));
+  IC_RETURN_IF_ERROR(image_seeds(out / "fuzz_image", images));
   for (int64_t label = 0; label < 8; ++label) {
     ic::ImageExample e = example_with(label % 2 ? png : jpeg, label < 4);
     e.label = label;

@@ -25,6 +25,7 @@ struct ConverterFlags {
   bool resume = false;
   int64_t shuffle_seed = 0;
   int64_t max_image_pixels = ic::kDefaultMaxImagePixels;
+  double max_bad_input_fraction = 1.0;
   bool reencode_grayscale = true;
 };
 
@@ -45,6 +46,9 @@ const ic::FlagTable<ConverterFlags>& converter_flags() {
              "Seed of the training-list shuffle (std::mt19937_64)"),
       number("max_image_pixels", &O::max_image_pixels, at_least(1),
              "Images whose header claims more pixels are skipped (reported), never decoded"),
+      number("max_bad_input_fraction", &O::max_bad_input_fraction, from_to(0, 1),
+             "Fail when more than this fraction of a split's images is skipped (unreadable, "
+             "undecodable or not an image file; 1 = report them and go on)"),
       boolean("reencode_grayscale", &O::reencode_grayscale,
               "Re-encode grayscale JPEGs as RGB (TensorFlow keeps them)"),
   });
@@ -77,6 +81,7 @@ int tool_main(int argc, char** argv) {
   options.shuffle_seed = static_cast<uint64_t>(flags.shuffle_seed);
   options.reencode_grayscale = flags.reencode_grayscale;
   options.max_image_pixels = flags.max_image_pixels;
+  options.max_bad_input_fraction = flags.max_bad_input_fraction;
   options.log = [](const std::string& line) {
     std::fprintf(stderr, "imagenet_to_tfrecord: %s\n", line.c_str());
   };

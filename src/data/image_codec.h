@@ -53,9 +53,14 @@ Result<ImageDimensions> read_image_dimensions(std::string_view bytes);
 // The default of --max_image_pixels: 10000x10000, a 300 MB RGB decode per thread.
 constexpr int64_t kDefaultMaxImagePixels = 100000000;
 
-// An error naming the dimensions when the header claims more than max_pixels pixels (decoding
-// such an image would take height x width x 3 bytes and more); max_pixels <= 0 = no limit.
-// Checked BEFORE decoding by every caller that decodes untrusted bytes.
+// A RESOURCE_EXHAUSTED error naming the dimensions when `size` is more than max_pixels pixels
+// (decoding such an image would take height x width x 3 bytes and more); max_pixels <= 0 = no
+// limit.
+Status check_pixel_limit(ImageDimensions size, int64_t max_pixels);
+
+// check_pixel_limit on the header's dimensions. Every decoder below applies the same check
+// itself, from the header it reads before allocating anything for the pixels; callers use
+// this one to refuse an image before other work (serve answers 413 from it).
 Status check_image_pixels(std::string_view bytes, int64_t max_pixels);
 
 // The JPEG scale denominators TurboJPEG can decode at (1/1, 1/2, 1/4, 1/8 are used here).
@@ -67,9 +72,14 @@ inline int jpeg_scaled_size(int size, int scale_denom) {
 // Decodes a JPEG or PNG into `out`, reusing its pixel buffer. For JPEG, `scale_denom` in
 // {1, 2, 4, 8} decodes at 1/scale_denom of the size in the DCT domain (cheaper); PNGs are always
 // decoded at full size (check out->height/width). A JPEG that decodes with only warnings (e.g.
-// extraneous bytes) is accepted, as TensorFlow accepts it.
-Status decode_image_into(std::string_view bytes, int scale_denom, RgbImage* out);
-Result<RgbImage> decode_image(std::string_view bytes, int scale_denom = 1);
+// extraneous bytes) is accepted, as TensorFlow accepts it; one whose data is truncated or
+// damaged (libjpeg would fill the rest with grey) is an error naming the damage.
+// An image whose header claims more than max_pixels pixels (<= 0: no limit) is refused before
+// any pixel memory is allocated: every decode has a limit unless its caller turns it off.
+Status decode_image_into(std::string_view bytes, int scale_denom, RgbImage* out,
+                         int64_t max_pixels = kDefaultMaxImagePixels);
+Result<RgbImage> decode_image(std::string_view bytes, int scale_denom = 1,
+                              int64_t max_pixels = kDefaultMaxImagePixels);
 
 // Decodes only as much of the image as covers `wanted`, a rectangle of the image scaled by
 // 1/scale_denom (clamped to it), into `out`, and sets `decoded` to the rectangle `out` holds, in
@@ -78,8 +88,10 @@ Result<RgbImage> decode_image(std::string_view bytes, int scale_denom = 1);
 // widened to the iMCU grid plus a pixel each side; rows below it are not even entropy-decoded,
 // which makes a crop much cheaper to decode. PNGs and CMYK JPEGs are decoded whole (a PNG always
 // at full size: `decoded` then covers the full-size image and scale_denom does not apply).
+// max_pixels and damaged data as in decode_image_into.
 Status decode_image_region_into(std::string_view bytes, int scale_denom, CropWindow wanted,
-                                RgbImage* out, CropWindow* decoded);
+                                RgbImage* out, CropWindow* decoded,
+                                int64_t max_pixels = kDefaultMaxImagePixels);
 
 // Baseline JPEG, 4:2:0 chroma subsampling, quality in [1, 100].
 Result<std::string> encode_jpeg(const RgbImage& image, int quality);

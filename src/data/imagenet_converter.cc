@@ -1,5 +1,7 @@
 #include "data/imagenet_converter.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "data/example.h"
 #include "data/image_codec.h"
 #include "io/file_system.h"
+#include "io/posix_file.h"
 #include "io/tfrecord.h"
 
 namespace ic {
@@ -35,7 +38,10 @@ bool is_image_name(const fs::path& p) {
   return ext == ".jpeg" || ext == ".jpg";
 }
 
-// Sorted image files directly inside `dir`.
+// Sorted entries named like images directly inside `dir`. An entry that is no image file (a
+// dangling symbolic link, a directory or FIFO named x.JPEG) is listed too: reading it fails,
+// and it is skipped, named and counted like an image that does not decode, rather than left
+// out unseen. A symbolic link loop is an error: the tree itself is broken.
 // Every filesystem call below takes an error_code: a symlink loop or an unreadable entry in the
 // raw tree must be an error naming it, not an exception.
 Result<std::vector<std::string>> list_images(const fs::path& dir) {
@@ -44,9 +50,11 @@ Result<std::vector<std::string>> list_images(const fs::path& dir) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (!is_image_name(it->path())) continue;
     std::error_code stat_error;
-    const bool regular = it->is_regular_file(stat_error);
-    if (stat_error) return error(it->path().string(), ": cannot read: ", stat_error.message());
-    if (regular) out.push_back(it->path().string());
+    (void)it->status(stat_error);  // follows symbolic links
+    if (stat_error && stat_error != std::errc::no_such_file_or_directory) {
+      return error(it->path().string(), ": cannot read: ", stat_error.message());
+    }
+    out.push_back(it->path().string());
   }
   if (ec) return error(dir.string(), ": cannot list: ", ec.message());
   std::sort(out.begin(), out.end());
@@ -67,16 +75,48 @@ Result<std::vector<std::string>> list_subdirs(const fs::path& dir) {
   return out;
 }
 
+// What a file that is not a regular file is, for the skip report.
+const char* file_kind(mode_t mode) {
+  static constexpr struct {
+    mode_t type;
+    const char* name;
+  } kKinds[] = {{S_IFDIR, "a directory"},
+                {S_IFIFO, "a FIFO"},
+                {S_IFSOCK, "a socket"},
+                {S_IFCHR, "a character device"},
+                {S_IFBLK, "a block device"}};
+  for (const auto& kind : kKinds) {
+    if ((mode & S_IFMT) == kind.type) return kind.name;
+  }
+  return "not a regular file";
+}
+
+// The bytes of one image file. Opened without blocking, so that a FIFO named like an image does
+// not wait for a writer forever; anything but a regular file is then refused by its kind.
 Result<std::string> read_whole_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return error("cannot open: ", std::strerror(errno));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) {
+    const int open_errno = errno;
+    std::error_code ec;
+    if (open_errno == ENOENT && fs::is_symlink(fs::symlink_status(path, ec))) {
+      return error("a symbolic link to a missing file (", fs::read_symlink(path, ec).string(), ")");
+    }
+    return error("cannot open: ", std::strerror(open_errno));
+  }
+  struct stat info;
+  if (::fstat(fd.get(), &info) != 0) return error("cannot stat: ", std::strerror(errno));
+  if (!S_ISREG(info.st_mode)) return error("not an image file: ", file_kind(info.st_mode));
   std::string bytes;
   char chunk[1 << 16];
-  size_t got;
-  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0) bytes.append(chunk, got);
-  const bool failed = std::ferror(f);
-  std::fclose(f);
-  if (failed) return error("read error");
+  for (;;) {
+    const ssize_t got = ::read(fd.get(), chunk, sizeof(chunk));
+    if (got == 0) break;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return error("read error: ", std::strerror(errno));
+    }
+    bytes.append(chunk, static_cast<size_t>(got));
+  }
   return bytes;
 }
 
@@ -202,7 +242,7 @@ Result<PreparedImage> prepare_image(std::string_view bytes, bool reencode_graysc
       // decoded (so truncated or corrupt data fails as at full size) but the IDCT and colour
       // conversion shrink 64-fold, which makes the converter ~1.6x faster.
       RgbImage check;
-      IC_RETURN_IF_ERROR(decode_image_into(bytes, 8, &check));
+      IC_RETURN_IF_ERROR(decode_image_into(bytes, 8, &check, max_pixels));
       out.height = header.height;
       out.width = header.width;
       out.encoded.assign(bytes);
@@ -210,7 +250,7 @@ Result<PreparedImage> prepare_image(std::string_view bytes, bool reencode_graysc
     }
   }
   // PNG data, CMYK/YCCK or grayscale JPEG: decode to RGB and re-encode, as imagenet_to_gcs.py.
-  IC_ASSIGN_OR_RETURN(const RgbImage image, decode_image(bytes));
+  IC_ASSIGN_OR_RETURN(const RgbImage image, decode_image(bytes, 1, max_pixels));
   out.height = image.height;
   out.width = image.width;
   IC_ASSIGN_OR_RETURN(out.encoded, encode_jpeg(image, kReencodeQuality));
@@ -401,6 +441,16 @@ Result<ConversionSummary> convert_imagenet(const ConverterOptions& options) {
     s.reencoded += stats[j].reencoded;
     s.skipped += stats[j].skipped;
     for (auto& r : stats[j].skipped_images) s.skipped_images.push_back(std::move(r));
+  }
+  for (const SplitSummary* s : {&summary.train, &summary.validation}) {
+    const int64_t seen = s->written + s->skipped;
+    if (s->skipped > 0 && static_cast<double>(s->skipped) > options.max_bad_input_fraction * seen) {
+      return data_loss(s->split, ": ", s->skipped, " of ", seen,
+                       " images could not be read or decoded, more than "
+                       "--max_bad_input_fraction=",
+                       options.max_bad_input_fraction, " (the first: ", s->skipped_images.front(),
+                       ")");
+    }
   }
   return summary;
 }

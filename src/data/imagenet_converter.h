@@ -70,6 +70,9 @@ struct ConverterOptions {
   uint64_t shuffle_seed = 0;
   bool reencode_grayscale = true;
   int64_t max_image_pixels = kDefaultMaxImagePixels;  // larger images are skipped, reported
+  // The run fails when more than this fraction of a split's images converted in this run were
+  // skipped (undecodable, unreadable, not image files). 1 = never: report and go on.
+  double max_bad_input_fraction = 1.0;
   // Receives progress lines and per-image skip reports; null means quiet.
   std::function<void(const std::string&)> log;
 };
@@ -95,7 +98,9 @@ std::string format_summary(const SplitSummary& split);
 
 // Converts the whole tree, shards in parallel over options.num_threads. Each shard is
 // written as "<name>.tmp-<pid>" and renamed when complete; stale temporary files of earlier
-// runs are removed. An unreadable image is reported and skipped; a write error stops the run.
+// runs are removed. An image that cannot be read or decoded is reported and skipped (more than
+// max_bad_input_fraction of a split skipped is an error, after the shards are written); a
+// write error stops the run.
 Result<ConversionSummary> convert_imagenet(const ConverterOptions& options);
 
 // The shard writer both the converter and make_fake_imagenet use: runs `jobs` shard jobs on

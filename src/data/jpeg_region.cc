@@ -9,17 +9,23 @@
 #include <algorithm>
 #include <csetjmp>
 #include <cstring>
+#include <iterator>
 
 namespace ic::jpeg_region {
 namespace {
 
+// The warnings that mean missing or damaged data (see is_damage_warning).
+constexpr int kDamageWarnings[] = {JWRN_JPEG_EOF, JWRN_HIT_MARKER, JWRN_HUFF_BAD_CODE,
+                                   JWRN_ARITH_BAD_CODE, JWRN_MUST_RESYNC};
+
 // libjpeg reports fatal errors through error_exit, which must not return: we longjmp back to
-// the setjmp in run_decode. Warnings go to emit_message; only "premature end of file" counts
-// as a failure, as in decode_image_into.
+// the setjmp in run_decode. Warnings go to emit_message; the first damage warning is kept, and
+// makes the decode fail (is_damage_warning).
 struct ErrorManager {
   jpeg_error_mgr pub;  // first member: libjpeg sees a jpeg_error_mgr*
   std::jmp_buf jump;
-  bool premature_end;
+  bool damaged;
+  char damage[JMSG_LENGTH_MAX];  // the first damage warning, formatted
   char message[JMSG_LENGTH_MAX];
 };
 
@@ -32,7 +38,10 @@ void on_error_exit(j_common_ptr cinfo) {
 void on_emit_message(j_common_ptr cinfo, int level) {
   if (level < 0) {  // a warning (level >= 0 are trace messages)
     ErrorManager* errors = reinterpret_cast<ErrorManager*>(cinfo->err);
-    if (cinfo->err->msg_code == JWRN_JPEG_EOF) errors->premature_end = true;
+    if (!errors->damaged && is_damage_warning(cinfo->err->msg_code)) {
+      errors->damaged = true;
+      (*cinfo->err->format_message)(cinfo, errors->damage);
+    }
     cinfo->err->num_warnings++;
   }
 }
@@ -85,12 +94,13 @@ struct Request {
   unsigned long size;
   int scale_denom;
   CropWindow wanted;
-  bool read_to_end;  // decode (entropy only) the rows below as well, to find a truncation
+  int64_t max_pixels;  // <= 0: no limit
+  bool read_to_end;    // decode (entropy only) the rows below as well, to find a truncation
 };
 
 // The libjpeg calls, C style: every local is trivially destructible, and nothing written after
 // setjmp is read after a longjmp except through the pointers. Returns false after a libjpeg
-// error (message in the error manager).
+// error (message in the error manager). Over the pixel limit, `decoded` holds the claimed size.
 bool run_decode(Decompressor* decompressor, const Request& request, Outcome* outcome, RgbImage* out,
                 CropWindow* decoded) {
   jpeg_decompress_struct* cinfo = decompressor->cinfo();
@@ -100,6 +110,16 @@ bool run_decode(Decompressor* decompressor, const Request& request, Outcome* out
   }
   jpeg_mem_src(cinfo, request.data, request.size);
   jpeg_read_header(cinfo, TRUE);
+  // Before jpeg_start_decompress, which allocates row buffers (and, for a progressive JPEG,
+  // the whole image's coefficients) from the header's claim.
+  if (request.max_pixels > 0 &&
+      int64_t{cinfo->image_width} * cinfo->image_height > request.max_pixels) {
+    *decoded = CropWindow{0, 0, static_cast<int>(cinfo->image_height),
+                          static_cast<int>(cinfo->image_width)};
+    jpeg_abort_decompress(cinfo);
+    *outcome = Outcome::over_pixel_limit;
+    return true;
+  }
   if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK) {
     jpeg_abort_decompress(cinfo);
     *outcome = Outcome::not_rgb;
@@ -150,28 +170,82 @@ bool run_decode(Decompressor* decompressor, const Request& request, Outcome* out
   return true;
 }
 
+// The whole stream at 1/8 scale, each row read into one spare row that libjpeg allocates (and
+// frees with the decompressor), in whatever colour space the JPEG decodes to by default.
+bool run_check(Decompressor* decompressor, const unsigned char* data, unsigned long size) {
+  jpeg_decompress_struct* cinfo = decompressor->cinfo();
+  if (setjmp(decompressor->errors()->jump)) {
+    jpeg_abort_decompress(cinfo);
+    return false;
+  }
+  jpeg_mem_src(cinfo, data, size);
+  jpeg_read_header(cinfo, TRUE);
+  cinfo->dct_method = JDCT_IFAST;
+  cinfo->scale_num = 1;
+  cinfo->scale_denom = 8;
+  jpeg_start_decompress(cinfo);
+  JSAMPARRAY row = (*cinfo->mem->alloc_sarray)(
+      reinterpret_cast<j_common_ptr>(cinfo), JPOOL_IMAGE,
+      cinfo->output_width * static_cast<JDIMENSION>(cinfo->output_components), 1);
+  while (cinfo->output_scanline < cinfo->output_height) {
+    if (jpeg_read_scanlines(cinfo, row, 1) != 1) break;  // cannot happen with a memory source
+  }
+  jpeg_finish_decompress(cinfo);
+  return true;
+}
+
 }  // namespace
 
-Outcome decode(std::string_view bytes, int scale_denom, CropWindow wanted, RgbImage* out,
-               CropWindow* decoded, std::string* message) {
+bool is_damage_warning(int msg_code) {
+  return std::find(std::begin(kDamageWarnings), std::end(kDamageWarnings), msg_code) !=
+         std::end(kDamageWarnings);
+}
+
+bool stream_is_intact(std::string_view bytes, std::string* message) {
+  Decompressor decompressor;
+  if (!decompressor.created()) {
+    *message = "cannot create a libjpeg decompressor";
+    return false;
+  }
+  ErrorManager* errors = decompressor.errors();
+  if (!run_check(&decompressor, reinterpret_cast<const unsigned char*>(bytes.data()),
+                 static_cast<unsigned long>(bytes.size()))) {
+    *message = errors->message;
+    return false;
+  }
+  if (errors->damaged) {
+    *message = errors->damage;
+    return false;
+  }
+  return true;
+}
+
+Outcome decode(std::string_view bytes, int scale_denom, CropWindow wanted, int64_t max_pixels,
+               RgbImage* out, CropWindow* decoded, std::string* message) {
   Decompressor decompressor;
   if (!decompressor.created()) {
     *message = "cannot create a libjpeg decompressor";
     return Outcome::failed;
   }
   ErrorManager* errors = decompressor.errors();
-  errors->premature_end = false;
-  errors->pub.num_warnings = 0;
   const Request request{reinterpret_cast<const unsigned char*>(bytes.data()),
-                        static_cast<unsigned long>(bytes.size()), scale_denom, wanted,
+                        static_cast<unsigned long>(bytes.size()),
+                        scale_denom,
+                        wanted,
+                        max_pixels,
                         !ends_with_eoi(bytes)};
   Outcome outcome = Outcome::failed;
   if (!run_decode(&decompressor, request, &outcome, out, decoded)) {
     *message = errors->message;
     return Outcome::failed;
   }
-  if (errors->premature_end) {
-    *message = "Premature end of JPEG file";
+  if (outcome == Outcome::over_pixel_limit) {
+    *message =
+        check_pixel_limit(ImageDimensions{decoded->height, decoded->width}, max_pixels).message();
+    return outcome;
+  }
+  if (errors->damaged) {
+    *message = errors->damage;
     return Outcome::failed;
   }
   return outcome;

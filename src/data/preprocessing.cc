@@ -213,13 +213,14 @@ struct ImageSize {
   int height = 0, width = 0;
 };
 
-Result<ImageSize> probe_size(std::string_view encoded, PreprocessScratch* scratch, bool* decoded) {
+Result<ImageSize> probe_size(std::string_view encoded, int64_t max_pixels,
+                             PreprocessScratch* scratch, bool* decoded) {
   *decoded = false;
   if (sniff_image_format(encoded) == ImageFormat::jpeg) {
     IC_ASSIGN_OR_RETURN(const JpegHeader header, read_jpeg_header(encoded));
     return ImageSize{header.height, header.width};
   }
-  IC_RETURN_IF_ERROR(decode_image_into(encoded, 1, &scratch->decoded));
+  IC_RETURN_IF_ERROR(decode_image_into(encoded, 1, &scratch->decoded, max_pixels));
   *decoded = true;
   return ImageSize{scratch->decoded.height, scratch->decoded.width};
 }
@@ -277,7 +278,8 @@ Status preprocess_image(std::string_view encoded, std::span<const BoundingBox> b
                         float* out, PreprocessTrace* trace) {
   IC_RETURN_IF_ERROR(check_image_pixels(encoded, options.max_pixels));
   bool already_decoded = false;
-  IC_ASSIGN_OR_RETURN(const ImageSize size, probe_size(encoded, scratch, &already_decoded));
+  IC_ASSIGN_OR_RETURN(const ImageSize size,
+                      probe_size(encoded, options.max_pixels, scratch, &already_decoded));
   if (size.height <= 0 || size.width <= 0) return error("image has no pixels");
   const int out_h = options.height, out_w = options.width;
 
@@ -365,8 +367,8 @@ Status preprocess_image(std::string_view encoded, std::span<const BoundingBox> b
   CropWindow decoded{0, 0, size.height, size.width};
   if (!already_decoded) {
     const CropWindow wanted{y_first, x_first, y_last - y_first + 1, x_last - x_first + 1};
-    IC_RETURN_IF_ERROR(
-        decode_image_region_into(encoded, denom, wanted, &scratch->decoded, &decoded));
+    IC_RETURN_IF_ERROR(decode_image_region_into(encoded, denom, wanted, &scratch->decoded, &decoded,
+                                                options.max_pixels));
   }
   const RgbImage& image = scratch->decoded;
   if (decoded.y > y_first || decoded.x > x_first || decoded.y + image.height <= y_last ||

@@ -43,6 +43,7 @@ Status load_input(const std::string& path, int height, int width, int64_t max_pi
       return error(path, ": .npy shape must be [", height, ",", width, ",3] or [N,", height, ",",
                    width, ",3] for this checkpoint");
     }
+    IC_RETURN_IF_ERROR(check_all_finite(array, path));
     images->insert(images->end(), array.data.begin(), array.data.end());
     const int64_t count = single ? 1 : s[0];
     for (int64_t i = 0; i < count; ++i) {

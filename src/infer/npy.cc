@@ -1,5 +1,7 @@
 #include "infer/npy.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
@@ -31,6 +33,15 @@ Result<std::string> dict_value(const std::string& header, const std::string& key
   const size_t first = value.find_first_not_of(" ");
   const size_t last = value.find_last_not_of(" ");
   return first == std::string::npos ? std::string() : value.substr(first, last - first + 1);
+}
+
+// "[1,299,299,3]": a shape or a position in one.
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::ostringstream text;
+  text << '[';
+  for (size_t i = 0; i < shape.size(); ++i) text << (i ? "," : "") << shape[i];
+  text << ']';
+  return text.str();
 }
 
 }  // namespace
@@ -97,6 +108,23 @@ Result<NpyArray> read_npy(const std::string& path) {
     std::memcpy(array.data.data(), bytes.data() + data_start, array.data.size() * sizeof(float));
   }
   return array;
+}
+
+Status check_all_finite(const NpyArray& array, const std::string& path) {
+  const auto bad =
+      std::find_if(array.data.begin(), array.data.end(), [](float v) { return !std::isfinite(v); });
+  if (bad == array.data.end()) return Status();
+  const int64_t flat = bad - array.data.begin();
+  // Row-major: the last dimension varies fastest. (No dimension is 0: the array has a value.)
+  std::vector<int64_t> coordinates(array.shape.size());
+  int64_t rest = flat;
+  for (size_t i = array.shape.size(); i-- > 0;) {
+    coordinates[i] = rest % array.shape[i];
+    rest /= array.shape[i];
+  }
+  return invalid_argument(path, ": value ", *bad, " at flat index ", flat, ", ",
+                          shape_text(coordinates), " of shape ", shape_text(array.shape),
+                          ", is not finite (the model's input must be finite numbers)");
 }
 
 Status write_npy(const std::string& path, const NpyArray& array) {

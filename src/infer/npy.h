@@ -19,4 +19,9 @@ struct NpyArray {
 Result<NpyArray> read_npy(const std::string& path);
 Status write_npy(const std::string& path, const NpyArray& array);
 
+// An INVALID_ARGUMENT error naming `path`, the first NaN or infinite value, its flat index and
+// its coordinates in the array's shape ([n,h,w,c] for a batch of images): a model fed such a
+// value computes NaN probabilities for the whole image, which look like a result.
+Status check_all_finite(const NpyArray& array, const std::string& path);
+
 }  // namespace ic

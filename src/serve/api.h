@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "data/image_codec.h"
 
 namespace ic {
 
@@ -36,8 +37,9 @@ Status parse_predict_body(std::string_view text, bool classify, PredictRequest* 
 
 struct InstanceOptions {
   int height = 299, width = 299;
-  int64_t max_image_pixels =
-      0;  // a b64 image claiming more is refused (resource_exhausted) before decoding
+  // A b64 image claiming more is refused (resource_exhausted) before decoding; the decoders'
+  // own default, so that no caller is left without a limit.
+  int64_t max_image_pixels = kDefaultMaxImagePixels;
 };
 
 // Writes instance `index` preprocessed [height, width, 3] to `out`: a b64 JPEG/PNG goes through

@@ -266,8 +266,8 @@ TEST(HugeImages, CropSamplingOfAHugeImageDoesNotOverflow) {
 }
 
 // With the limit off, the whole preprocessing arithmetic runs on the 60000x60000 claim: no
-// signed overflow on the way (UBSan). (libjpeg fills the scan data missing after the small
-// image's with grey and only warns, so the result may be "ok": the limit is what refuses it.)
+// signed overflow on the way (UBSan). (The small image's scan data ends early, which the
+// decoders now refuse as damaged; the arithmetic before the decode is what runs here.)
 TEST(HugeImages, WithTheLimitOffPreprocessingArithmeticDoesNotOverflow) {
   for (const bool training : {true, false}) {
     PreprocessOptions options;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -138,6 +139,29 @@ TEST(Npy, HostileShapes) {
   EXPECT_NE(malformed.status().message().find("malformed shape"), std::string::npos)
       << malformed.status().message();
   std::filesystem::remove(path);
+}
+
+// The reader keeps any float; classify's check names the first value that is not finite.
+TEST(Npy, TheFirstNonFiniteValueIsNamedWithItsPosition) {
+  NpyArray array{{2, 3, 4, 3}, std::vector<float>(72, 0.5f)};
+  EXPECT_TRUE(check_all_finite(array, "in.npy").ok());
+  array.data[61] = std::numeric_limits<float>::quiet_NaN();  // ((1*3 + 2)*4 + 0)*3 + 1
+  array.data[70] = std::numeric_limits<float>::infinity();
+  Status status = check_all_finite(array, "in.npy");
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::invalid_argument);
+  EXPECT_NE(status.message().find("in.npy: value nan at flat index 61, [1,2,0,1] of shape "
+                                  "[2,3,4,3]"),
+            std::string::npos)
+      << status.message();
+  array.data[61] = 0;
+  status = check_all_finite(array, "in.npy");
+  EXPECT_NE(status.message().find("value inf at flat index 70, [1,2,3,1]"), std::string::npos)
+      << status.message();
+  NpyArray single{{3}, {1.0f, -std::numeric_limits<float>::infinity(), 2.0f}};
+  EXPECT_NE(check_all_finite(single, "s.npy").message().find("-inf at flat index 1, [1]"),
+            std::string::npos);
+  EXPECT_TRUE(check_all_finite(NpyArray{{0, 3}, {}}, "empty.npy").ok());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "backend/backend.h"
@@ -141,6 +142,31 @@ TEST(Classify, ErrorsNameWhatIsWrong) {
   auto flag = run_tool("classify", "--top=3 x.jpg");
   EXPECT_EQ(flag.exit_code, 2);
   EXPECT_TRUE(flag.contains("unknown command-line flag '--top=3'")) << flag.output;
+}
+
+// A NaN or an infinity in a preprocessed input gives NaN probabilities that look like a
+// result: refused, naming the file and where the first one is.
+TEST(Classify, NonFiniteNpyValuesAreRefusedWithTheirPosition) {
+  TempDir dir;
+  write_known_model(dir.sub("model"));
+  const size_t image = kSize * kSize * 3;
+  for (const float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+        -std::numeric_limits<float>::infinity()}) {
+    NpyArray inputs{{2, kSize, kSize, 3}, std::vector<float>(2 * image, 0.25f)};
+    // Image 1, row 4, column 7, channel 2.
+    const size_t flat = image + (4 * kSize + 7) * 3 + 2;
+    inputs.data[flat] = bad;
+    inputs.data[flat + 5] = bad;  // only the first is named
+    ASSERT_TRUE(write_npy(dir.sub("bad.npy"), inputs).ok());
+    auto out = run_tool("classify", "--model_dir=" + dir.sub("model") + " " + dir.sub("bad.npy"));
+    EXPECT_EQ(out.exit_code, 2) << out.output;
+    EXPECT_TRUE(out.contains(dir.sub("bad.npy"))) << out.output;
+    EXPECT_TRUE(out.contains("flat index " + std::to_string(flat))) << out.output;
+    EXPECT_TRUE(out.contains("[1,4,7,2] of shape [2,75,75,3]")) << out.output;
+    EXPECT_TRUE(out.contains("not finite")) << out.output;
+    EXPECT_FALSE(out.contains("nan%")) << out.output;  // no probabilities were printed
+  }
 }
 
 TEST(Classify, PrecisionInt8NeedsAnInt8ExportAndBfloat16AnswersAsFloat32) {
