@@ -49,7 +49,7 @@ offline=$(OMP_NUM_THREADS=$threads "$bin/inception_bench" --mode=infer --model=i
 echo "$offline"
 offline_ips=$(grep -o 'images_per_sec=[0-9.]*' <<<"$offline" | cut -d= -f2)
 
-"$bin/serve" --model_dir="$work/model" --port="$port" --num_threads="$threads" \
+"$bin/serve" --model_dir="$work/model" --port=0 --rest_api_port="$port" --num_threads="$threads" \
   --max_batch_size="$batch" --batch_timeout_micros="${BATCH_TIMEOUT_MICROS:-2000}" \
   2>"$work/serve.log" &
 server_pid=$!
