@@ -49,7 +49,7 @@ ls -l "$jpeg"
 printf '{"instances": [{"b64": "%s"}]}' "$(base64 -w0 "$jpeg")" >"$work/body.json"
 export BODY="$work/body.json"
 
-"$bin/serve" --model_dir="$work/model" --port="$port" --num_threads="$threads" \
+"$bin/serve" --model_dir="$work/model" --port=0 --rest_api_port="$port" --num_threads="$threads" \
   --precision="${PRECISION:-auto}" \
   --max_batch_size="$batch" --batch_timeout_micros="${BATCH_TIMEOUT_MICROS:-2000}" \
   2>"$work/serve.log" &

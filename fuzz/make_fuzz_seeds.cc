@@ -17,6 +17,8 @@
 //   fuzz_predict_request   predict bodies (row, columnar, named, float), a classify body
 //   fuzz_http_request      HTTP requests: GET, POST with a length, chunked, pipelined,
 //                          Expect: 100-continue (the first byte picks the harness's chunk size)
+//   fuzz_grpc_predict      gRPC PredictRequests: floats in tensor_content and float_val, image
+//                          bytes
 //   fuzz_gcs_json          Cloud Storage / OAuth bodies: a listing page, object metadata, a
 //                          token response, a service-account key (dummy PEM), rewrite and
 //                          error responses
@@ -40,6 +42,7 @@
 #include "io/safetensors.h"
 #include "io/tensor_bundle.h"
 #include "io/tfrecord.h"
+#include "proto/tensorflow_serving/predict.pb.h"
 #include "serve/base64.h"
 
 namespace {
@@ -323,6 +326,40 @@ ic::Status predict_request_seeds(const fs::path& dir, const std::string& jpeg,
   return write_bytes(dir / "floats", "{\"instances\": [" + pixels + "]}");
 }
 
+// serve's gRPC PredictRequests: the harness's 8x8 float input in tensor_content and in
+// float_val, and encoded images for the classify signature.
+ic::Status grpc_predict_seeds(const fs::path& dir, const std::string& jpeg,
+                              const std::string& png) {
+  auto float_request = [](bool tensor_content) {
+    tensorflow::serving::PredictRequest request;
+    request.mutable_model_spec()->set_name("inception_v3");
+    tensorflow::TensorProto& tensor = (*request.mutable_inputs())["images"];
+    tensor.set_dtype(tensorflow::DT_FLOAT);
+    for (int64_t d : {1, 8, 8, 3}) tensor.mutable_tensor_shape()->add_dim()->set_size(d);
+    std::vector<float> values(8 * 8 * 3);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 9) / 4.f - 1.f;
+    if (tensor_content) {
+      tensor.set_tensor_content(
+          std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+    } else {
+      for (float v : values) tensor.add_float_val(v);
+    }
+    return request.SerializeAsString();
+  };
+  tensorflow::serving::PredictRequest encoded;
+  encoded.mutable_model_spec()->set_name("inception_v3");
+  encoded.mutable_model_spec()->set_signature_name("classify");
+  encoded.add_output_filter("probabilities");
+  tensorflow::TensorProto& bytes = (*encoded.mutable_inputs())["image_bytes"];
+  bytes.set_dtype(tensorflow::DT_STRING);
+  bytes.mutable_tensor_shape()->add_dim()->set_size(2);
+  bytes.add_string_val(jpeg);
+  bytes.add_string_val(png);
+  IC_RETURN_IF_ERROR(write_bytes(dir / "tensor_content", float_request(true)));
+  IC_RETURN_IF_ERROR(write_bytes(dir / "float_val", float_request(false)));
+  return write_bytes(dir / "image_bytes", encoded.SerializeAsString());
+}
+
 // Bodies as Cloud Storage's JSON API, an OAuth token endpoint and the metadata server send
 // them, and a service-account key file whose PEM is a dummy (the parser does not read it).
 ic::Status gcs_json_seeds(const fs::path& dir) {
@@ -388,7 +425,7 @@ ic::Status make_seeds(const fs::path& out) {
        {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess", "fuzz_safetensors",
         "fuzz_tensor_bundle", "fuzz_json", "fuzz_npy", "fuzz_event", "fuzz_checkpoint_state",
         "fuzz_idx", "fuzz_synset_labels", "fuzz_input_position", "fuzz_predict_request",
-        "fuzz_gcs_json", "fuzz_int8_export", "fuzz_http_request"}) {
+        "fuzz_gcs_json", "fuzz_int8_export", "fuzz_http_request", "fuzz_grpc_predict"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -420,6 +457,7 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(predict_request_seeds(out / "fuzz_predict_request", jpeg, png));
   IC_RETURN_IF_ERROR(gcs_json_seeds(out / "fuzz_gcs_json"));
   IC_RETURN_IF_ERROR(http_request_seeds(out / "fuzz_http_request"));
+  IC_RETURN_IF_ERROR(grpc_predict_seeds(out / "fuzz_grpc_predict", jpeg, png));
   return synset_label_seeds(out / "fuzz_synset_labels");
 }
 

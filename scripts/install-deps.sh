@@ -14,6 +14,7 @@ packages=(
   clang libclang-rt-14-dev  # fuzz/: clang and libFuzzer's runtime (with ASan and UBSan)
   libonnx-dev                # export: ONNX's protobuf messages and its model checker
   libcpp-httplib-dev nlohmann-json3-dev  # serve: HTTP server, JSON
+  libgrpc++-dev protobuf-compiler-grpc  # serve: the gRPC front end (TensorFlow Serving's gRPC API)
   libcurl4-openssl-dev libssl-dev        # gs:// and s3://: HTTPS requests, RS256 and SigV4 signing
   curl                       # tests/storage: creates, reads and lists objects in the emulator
   wrk chromium               # serve: the load benchmark and the browser test of its web page

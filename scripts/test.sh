@@ -16,6 +16,8 @@ cmake --build build -j "$jobs"
 bench/memory_estimate.sh 4 16
 # TensorFlow itself reads our checkpoints and we read its own (a cached venv from PyPI).
 bash tests/interop/run.sh
+# serve's gRPC front end through TensorFlow Serving's own Python client (the interop venv).
+bash tests/serve/grpc_client_run.sh
 # gs:// end to end against the Cloud Storage emulator, with injected faults (a cached venv).
 bash tests/storage/run.sh
 

@@ -1,10 +1,13 @@
-// serve: a REST prediction server for a trained model_dir, speaking TensorFlow Serving's API.
-//   serve --model_dir=DIR [--port=8501] [--max_batch_size=32] [--labels_file=F] [--precision=auto]
+// serve: a prediction server for a trained model_dir, speaking TensorFlow Serving's gRPC and
+// REST APIs, with tensorflow_model_server's flag names:
+//   serve --model_dir=DIR [--port=8500 (gRPC)] [--rest_api_port=8501] [--max_batch_size=32]
+//         [--labels_file=F] [--precision=auto]
 // It serves the newest checkpoint and picks up newer ones without a restart. SIGTERM/SIGINT
 // stop accepting connections, answer every request in flight, and exit 0.
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <iostream>
 #include <map>
@@ -39,7 +42,9 @@ namespace {
 struct ServeFlags {
   std::string model_dir, model_name;
   std::string host = "127.0.0.1";
-  int32_t port = 8501;
+  int32_t port = 8500;           // gRPC
+  int32_t rest_api_port = 8501;  // 0: no REST; -1: any free port
+  int64_t grpc_max_message_bytes = 64 << 20;
   ic::DeviceChoice device{ic::DeviceChoice::Kind::cpu, std::nullopt};
   int32_t num_threads = 0;
   int32_t http_threads = 32;
@@ -66,7 +71,13 @@ const ic::FlagTable<ServeFlags>& serve_flags() {
            "The NAME in /v1/models/NAME; empty = the checkpoint's model (e.g. inception_v3)"),
       text("host", &O::host, "Address to listen on (0.0.0.0: every interface)"),
       number("port", &O::port, from_to(0, 65535),
-             "TCP port (TensorFlow Serving's REST port is 8501; 0 = any free)"),
+             "gRPC port (TensorFlow Serving's API; tensorflow_model_server's flag; 0 = any free). "
+             "Before the gRPC front end this flag was the REST port: that is --rest_api_port now"),
+      number("rest_api_port", &O::rest_api_port, from_to(-1, 65535),
+             "REST port (TensorFlow Serving's REST API); 0 = no REST, -1 = any free port"),
+      number("grpc_max_message_bytes", &O::grpc_max_message_bytes, from_to(1, INT32_MAX),
+             "Larger gRPC requests answer RESOURCE_EXHAUSTED (the default fits a batch of 32 "
+             "299x299x3 float images)"),
       device(&O::device, EmptyDevice::refused, "Where the model runs (cuda: the first GPU)"),
       number("num_threads", &O::num_threads, at_least(0),
              "CPU compute threads for the model; 0 = all cores (more than the cores: capped, "
@@ -101,9 +112,11 @@ int serve_main(int argc, char** argv) {
   ServeFlags flags;
   const ProgramHelp help{.name = "serve",
                          .about =
-                             "a REST prediction server (TensorFlow Serving's API) for a trained "
-                             "model_dir, with dynamic batching",
-                         .example = "serve --model_dir=MODEL_DIR --port=8501 --labels_file=LABELS"};
+                             "a prediction server (TensorFlow Serving's gRPC and REST APIs) for a "
+                             "trained model_dir, with dynamic batching",
+                         .example =
+                             "serve --model_dir=MODEL_DIR --port=8500 --rest_api_port=8501 "
+                             "--labels_file=LABELS"};
   if (std::optional<int> exit_code = start_tool(help, serve_flags(), argc, argv, &flags))
     return *exit_code;
   if (flags.model_dir.empty()) {
@@ -114,7 +127,12 @@ int serve_main(int argc, char** argv) {
   options.model_dir = flags.model_dir;
   options.model_name = flags.model_name;
   options.host = flags.host;
-  options.port = flags.port;
+  options.grpc_port = flags.port;
+  // tensorflow_model_server's --rest_api_port=0 turns REST off; ServerOptions' 0 is any port.
+  options.port = flags.rest_api_port == 0    ? -1
+                 : flags.rest_api_port == -1 ? 0
+                                             : flags.rest_api_port;
+  options.grpc_max_message_bytes = flags.grpc_max_message_bytes;
   const std::optional<BackendOptions> backend =
       tool_backend_options("serve", flags.device, flags.num_threads);
   if (!backend) return 2;
@@ -149,8 +167,15 @@ int serve_main(int argc, char** argv) {
   const std::string precision = loaded
                                     ? precision_name(loaded->precision())
                                     : std::string(choice_name(flags.precision)) + " (no model yet)";
-  std::cerr << "serve: listening on http://" << flags.host << ":" << (*server)->port()
-            << " (model_dir " << flags.model_dir << ", precision " << precision
+  std::cerr << "serve: gRPC listening on " << flags.host << ":" << (*server)->grpc_port()
+            << " (--port; TensorFlow Serving's gRPC API)" << std::endl;
+  // REST's line keeps its format (scripts read the port from it).
+  if ((*server)->port() >= 0) {
+    std::cerr << "serve: listening on http://" << flags.host << ":" << (*server)->port();
+  } else {
+    std::cerr << "serve: REST is off (--rest_api_port=0)";
+  }
+  std::cerr << " (model_dir " << flags.model_dir << ", precision " << precision
             << ", batches up to " << flags.max_batch_size << ", batch timeout "
             << flags.batch_timeout_micros << " us)" << std::endl;
   // The signal handler only sets a flag; this thread turns it into a shutdown. Asked again

@@ -70,32 +70,7 @@ Status fill_encoded(const json& b64, size_t index, const InstanceOptions& option
   }
   Result<std::string> bytes = base64_decode(b64.get_ref<const std::string&>());
   if (!bytes.ok()) return bad_request(at_index{index}, ": ", bytes.status().message());
-  Result<ImageDimensions> size = read_image_dimensions(*bytes);
-  if (!size.ok()) {
-    return bad_request(at_index{index}, ": not a JPEG or PNG image we can read (",
-                       size.status().message(), ")");
-  }
-  if (options.max_image_pixels > 0 && size->pixels() > options.max_image_pixels) {
-    return resource_exhausted(at_index{index}, ": the image claims ", size->width, "x",
-                              size->height, " pixels, more than the server's limit of ",
-                              options.max_image_pixels, " (--max_image_pixels)");
-  }
-  PreprocessOptions preprocess;
-  preprocess.training = false;
-  preprocess.height = options.height;
-  preprocess.width = options.width;
-  preprocess.max_pixels = options.max_image_pixels;
-  Rng rng(0);  // evaluation preprocessing draws nothing
-  thread_local PreprocessScratch scratch;
-  const Status status = preprocess_image(*bytes, {}, preprocess, rng, &scratch, out);
-  if (!status.ok()) {
-    // An image over the pixel limit stays one (413); any other failure is the image's (400).
-    const StatusCode code = status.code() == StatusCode::resource_exhausted
-                                ? StatusCode::resource_exhausted
-                                : StatusCode::invalid_argument;
-    return error(code, at_index{index}, ": ", status.message());
-  }
-  return Status();
+  return fill_encoded_image(*bytes, index, options, out);
 }
 
 Status fill_floats(const json& value, size_t index, const InstanceOptions& options, float* out) {
@@ -182,6 +157,36 @@ Status parse_predict_body(std::string_view text, bool classify, PredictRequest* 
       return bad_request("\"top_k\" must be a positive integer");
     }
     out->top_k = static_cast<int>(top_k->get<int64_t>());
+  }
+  return Status();
+}
+
+Status fill_encoded_image(std::string_view bytes, size_t index, const InstanceOptions& options,
+                          float* out) {
+  Result<ImageDimensions> size = read_image_dimensions(bytes);
+  if (!size.ok()) {
+    return bad_request(at_index{index}, ": not a JPEG or PNG image we can read (",
+                       size.status().message(), ")");
+  }
+  if (options.max_image_pixels > 0 && size->pixels() > options.max_image_pixels) {
+    return resource_exhausted(at_index{index}, ": the image claims ", size->width, "x",
+                              size->height, " pixels, more than the server's limit of ",
+                              options.max_image_pixels, " (--max_image_pixels)");
+  }
+  PreprocessOptions preprocess;
+  preprocess.training = false;
+  preprocess.height = options.height;
+  preprocess.width = options.width;
+  preprocess.max_pixels = options.max_image_pixels;
+  Rng rng(0);  // evaluation preprocessing draws nothing
+  thread_local PreprocessScratch scratch;
+  const Status status = preprocess_image(bytes, {}, preprocess, rng, &scratch, out);
+  if (!status.ok()) {
+    // An image over the pixel limit stays one (413); any other failure is the image's (400).
+    const StatusCode code = status.code() == StatusCode::resource_exhausted
+                                ? StatusCode::resource_exhausted
+                                : StatusCode::invalid_argument;
+    return error(code, at_index{index}, ": ", status.message());
   }
   return Status();
 }

@@ -48,6 +48,13 @@ struct InstanceOptions {
 Status fill_instance(const nlohmann::json& instance, size_t index, const InstanceOptions& options,
                      float* out);
 
+// Writes the encoded (JPEG or PNG) image `bytes` of instance `index` preprocessed for
+// evaluation, as a {"b64": ...} instance is: the header's size is checked against the pixel
+// limit (resource_exhausted) before anything is decoded; bytes that are no image we read are
+// invalid_argument. The gRPC front end's DT_STRING images go through here too.
+Status fill_encoded_image(std::string_view bytes, size_t index, const InstanceOptions& options,
+                          float* out);
+
 // Softmax of one row of logits (in double, as classify does).
 std::vector<float> softmax(const float* logits, int64_t classes);
 

@@ -30,4 +30,26 @@ int http_status_for(StatusCode code) {
   return 500;
 }
 
+int grpc_code_for(StatusCode code) {
+  struct Row {
+    StatusCode code;
+    int grpc;
+  };
+  static constexpr Row kTable[] = {
+      {StatusCode::ok, 0},
+      {StatusCode::cancelled, 1},
+      {StatusCode::invalid_argument, 3},
+      {StatusCode::not_found, 5},
+      {StatusCode::already_exists, 6},
+      {StatusCode::resource_exhausted, 8},
+      {StatusCode::internal, 13},
+      {StatusCode::unavailable, 14},
+      {StatusCode::data_loss, 15},
+  };
+  for (const Row& row : kTable) {
+    if (row.code == code) return row.grpc;
+  }
+  return 13;  // INTERNAL
+}
+
 }  // namespace ic

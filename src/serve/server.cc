@@ -10,13 +10,10 @@
 #include <sstream>
 #include <thread>
 
-#include "io/checkpoint_dir.h"
-#include "io/file_system.h"
-#include "runtime/inference_model.h"
 #include "serve/api.h"
-#include "serve/batcher.h"
+#include "serve/grpc_frontend.h"
 #include "serve/http_status.h"
-#include "serve/metrics.h"
+#include "serve/serving_core.h"
 #include "serve/web_page.h"
 
 namespace ic {
@@ -26,91 +23,23 @@ using Clock = std::chrono::steady_clock;
 
 struct Server::State {
   ServerOptions options;
+  std::unique_ptr<ServingCore> core;
   httplib::Server http;
-  int port = 0;
-  std::unique_ptr<ServerMetrics> metrics;
-  std::unique_ptr<Batcher> batcher;
+  int port = -1;  // -1: REST is off
+  std::unique_ptr<GrpcFrontend> grpc;
+  std::once_flag grpc_stopped;
+  // run() without REST waits here for shutdown().
+  std::mutex run_mutex;
+  std::condition_variable run_wake;
+  bool running = false, stop_asked = false;  // guarded by run_mutex
 
-  mutable std::mutex model_mutex;
-  std::shared_ptr<ServedModel> model;  // guarded by model_mutex
-  std::string model_name;              // guarded by model_mutex; fixed by the first load
-
-  std::mutex watch_mutex;
-  std::condition_variable watch_wake;
-  bool stopping = false;  // guarded by watch_mutex
-  std::string failed_checkpoint;
-  std::thread watcher;
-
-  void log(const std::string& line) const {
-    if (options.log) options.log(line);
-  }
-  std::shared_ptr<ServedModel> current() const {
-    std::lock_guard lock(model_mutex);
-    return model;
-  }
-  std::string name() const {
-    std::lock_guard lock(model_mutex);
-    return model_name;
-  }
-  // Loads `checkpoint` (empty: the newest) and makes it the model new requests run on.
-  bool load(const std::string& checkpoint);
-  void watch();
+  std::shared_ptr<ServedModel> current() const { return core->current(); }
+  std::string name() const { return core->name(); }
   void add_routes();
   // :predict / :classify on `model` (null: an error has been answered already).
   void predict(const httplib::Request& req, httplib::Response& res, const std::string& body,
                std::shared_ptr<ServedModel> model);
 };
-
-bool Server::State::load(const std::string& checkpoint) {
-  const auto start = Clock::now();
-  Result<std::unique_ptr<ServedModel>> loaded = ServedModel::load(
-      options.backend, options.model_dir, checkpoint, options.max_batch_size, options.precision);
-  if (!loaded.ok()) {
-    failed_checkpoint = checkpoint;
-    metrics->record_load(false, 0);
-    const std::shared_ptr<ServedModel> old = current();
-    log("could not load a checkpoint: " + loaded.status().message() +
-        (old ? "; still serving version " + std::to_string(old->version()) : ""));
-    return false;
-  }
-  std::shared_ptr<ServedModel> fresh = std::move(*loaded);
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::shared_ptr<ServedModel> old;
-  {
-    std::lock_guard lock(model_mutex);
-    if (model_name.empty()) {
-      model_name = options.model_name.empty() ? fresh->meta().model : options.model_name;
-    }
-    old = std::exchange(model, fresh);
-  }
-  metrics->record_load(true, fresh->version());
-  metrics->record_precision(model_name, precision_name(fresh->precision()));
-  std::ostringstream line;
-  line.precision(3);
-  line << (old ? "reloaded: now serving version " : "loaded version ") << fresh->version()
-       << (old ? " (was " + std::to_string(old->version()) + ")" : std::string()) << " of "
-       << model_name << " from " << fresh->checkpoint() << " (" << describe(fresh->meta())
-       << "), precision " << precision_name(fresh->precision()) << " (" << fresh->precision_reason()
-       << "), in " << seconds << " s";
-  log(line.str());
-  // Requests already queued on the old model finish on it; it is freed with their last one.
-  return true;
-}
-
-void Server::State::watch() {
-  for (;;) {
-    {
-      std::unique_lock lock(watch_mutex);
-      if (watch_wake.wait_for(lock, options.poll_interval, [&] { return stopping; })) return;
-    }
-    Result<std::optional<std::string>> latest = newest_servable(options.model_dir);
-    if (!latest.ok() || !latest->has_value()) continue;  // a checkpoint being written, or none
-    const std::string& path = **latest;
-    const std::shared_ptr<ServedModel> served = current();
-    if ((served && served->checkpoint() == path) || path == failed_checkpoint) continue;
-    load(path);
-  }
-}
 
 namespace {
 
@@ -162,19 +91,14 @@ void Server::State::predict(const httplib::Request& req, httplib::Response& res,
   if (!status.ok()) return answer_error(res, status);
   const int64_t count = static_cast<int64_t>(request.instances.size());
   auto job = std::make_shared<BatchJob>(model, count);
-  const InstanceOptions instance_options{model->meta().height, model->meta().width,
-                                         options.max_image_pixels};
+  const InstanceOptions instance_options = core->instance_options(*model);
   for (int64_t i = 0; i < count; ++i) {
     status = fill_instance(*request.instances[i], static_cast<size_t>(i), instance_options,
                            job->image(i));
     if (!status.ok()) return answer_error(res, status);
   }
-  const Status queued = batcher->submit(job);
-  if (!queued.ok()) return answer_error(res, queued);
-  if (!job->wait_until(arrived + options.request_timeout)) {
-    return answer_error(res, unavailable("timed out after ", options.request_timeout.count(),
-                                         " ms (--request_timeout_ms) waiting for the model"));
-  }
+  status = core->run(job, arrived);
+  if (!status.ok()) return answer_error(res, status);
   const float* logits = job->logits(0);
   const json body = classify
                         ? classify_response(logits, count, model->num_classes(), request.top_k,
@@ -194,7 +118,7 @@ void Server::State::add_routes() {
     const double seconds =
         request_routed ? std::chrono::duration<double>(Clock::now() - request_start).count() : 0;
     request_routed = false;
-    metrics->record_request(endpoint_of(req.path), res.status, seconds);
+    core->metrics().record_request(endpoint_of(req.path), res.status, seconds);
   });
   // httplib's own errors (no route: 404; body over the limit: 413; ...) get a JSON body too.
   http.set_error_handler(
@@ -211,25 +135,14 @@ void Server::State::add_routes() {
   // The model named in the path, or an error answered already.
   auto resolve = [this](const httplib::Request& req,
                         httplib::Response& res) -> std::shared_ptr<ServedModel> {
-    std::shared_ptr<ServedModel> model = current();
-    const std::string name = req.matches[1];
-    if (!model) {
-      answer_error(res, unavailable("no model is loaded yet (waiting for a checkpoint in ",
-                                    options.model_dir, ")"));
+    std::optional<std::string> version;
+    if (req.matches[2].matched) version = req.matches[2].str();
+    Result<std::shared_ptr<ServedModel>> model = core->resolve(req.matches[1], version);
+    if (!model.ok()) {
+      answer_error(res, model.status());
       return nullptr;
     }
-    if (name != this->name()) {
-      answer_error(
-          res, not_found("unknown model '", name, "' (this server serves '", this->name(), "')"));
-      return nullptr;
-    }
-    if (req.matches[2].matched && req.matches[2].str() != std::to_string(model->version())) {
-      answer_error(res,
-                   not_found("version ", req.matches[2].str(), " of '", name,
-                             "' is not served (the served version is ", model->version(), ")"));
-      return nullptr;
-    }
-    return model;
+    return *model;
   };
 
   const std::string model_path = R"(/v1/models/([^/:]+)(?:/versions/(-?\d+))?)";
@@ -306,8 +219,8 @@ void Server::State::add_routes() {
         "# HELP serve_queued_instances Instances waiting for the model now.\n"
         "# TYPE serve_queued_instances gauge\n"
         "serve_queued_instances " +
-        std::to_string(batcher->queued()) + "\n";
-    res.set_content(metrics->prometheus_text() + queued, "text/plain; version=0.0.4");
+        std::to_string(core->queued()) + "\n";
+    res.set_content(core->metrics().prometheus_text() + queued, "text/plain; version=0.0.4");
   });
   http.Get("/", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(web_page_html(), "text/html; charset=utf-8");
@@ -315,66 +228,49 @@ void Server::State::add_routes() {
 }
 
 Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
-  if (options.model_dir.empty()) return invalid_argument("give --model_dir");
-  // Through the seam: a gs:// model_dir works, an unknown scheme is an error. An object store
-  // has no empty directories, so there a prefix with nothing in it yet is fine (503 until a
-  // checkpoint or an export appears); locally the directory must exist.
-  IC_ASSIGN_OR_RETURN(FileSystem * model_fs, file_system_for(options.model_dir));
-  if (!model_fs->writes_appear_whole()) {
-    IC_ASSIGN_OR_RETURN(bool is_dir, model_fs->is_directory(options.model_dir));
-    if (!is_dir) return not_found("--model_dir ", options.model_dir, " is not a directory");
+  if (options.port < 0 && options.grpc_port < 0) {
+    return invalid_argument("both front ends are off: give a gRPC port or a REST port");
   }
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<ServingCore> core, ServingCore::create(options));
   auto state = std::make_unique<State>();
   State& s = *state;
   s.options = options;
-  s.metrics = std::make_unique<ServerMetrics>(options.max_batch_size);
-  ServerMetrics* metrics = s.metrics.get();
-  s.batcher = std::make_unique<Batcher>(
-      BatcherOptions{options.max_batch_size, options.batch_timeout, options.max_queue},
-      [metrics](int64_t size, std::chrono::nanoseconds took) {
-        metrics->record_batch(size, std::chrono::duration<double>(took).count());
-      });
+  s.core = std::move(core);
 
-  const int threads = options.http_threads;
-  // httplib takes ownership of the queue it is handed (its API is a raw pointer).
-  s.http.new_task_queue = [threads] {
-    return std::make_unique<httplib::ThreadPool>(static_cast<size_t>(threads)).release();
-  };
-  s.http.set_payload_max_length(options.max_body_bytes);
-  const auto timeout_s = std::max<int64_t>(1, options.request_timeout.count() / 1000);
-  s.http.set_read_timeout(timeout_s, 0);
-  s.http.set_write_timeout(timeout_s, 0);
-  // cpp-httplib writes an answer's headers and its body in two sends; with Nagle's algorithm on,
-  // the body then waits for the client's delayed ACK of the headers (40 ms on Linux) on every
-  // kept-alive connection.
-  s.http.set_tcp_nodelay(true);
-  // Load balancers and benchmarks keep connections open; an idle one is closed after 2 s so
-  // that shutdown is not held up by it.
-  s.http.set_keep_alive_max_count(100000);
-  s.http.set_keep_alive_timeout(2);
-  s.add_routes();
-
-  if (options.port == 0) {
-    s.port = s.http.bind_to_any_port(options.host);
-    if (s.port < 0) return error("cannot listen on ", options.host, " (any port)");
-  } else {
-    if (!s.http.bind_to_port(options.host, options.port)) {
-      return error("cannot listen on ", options.host, ":", options.port,
-                   " (in use, or not an address of this machine)");
+  if (options.port >= 0) {
+    const int threads = options.http_threads;
+    // httplib takes ownership of the queue it is handed (its API is a raw pointer).
+    s.http.new_task_queue = [threads] {
+      return std::make_unique<httplib::ThreadPool>(static_cast<size_t>(threads)).release();
+    };
+    s.http.set_payload_max_length(options.max_body_bytes);
+    const auto timeout_s = std::max<int64_t>(1, options.request_timeout.count() / 1000);
+    s.http.set_read_timeout(timeout_s, 0);
+    s.http.set_write_timeout(timeout_s, 0);
+    // cpp-httplib writes an answer's headers and its body in two sends; with Nagle's algorithm
+    // on, the body then waits for the client's delayed ACK of the headers (40 ms on Linux) on
+    // every kept-alive connection.
+    s.http.set_tcp_nodelay(true);
+    // Load balancers and benchmarks keep connections open; an idle one is closed after 2 s so
+    // that shutdown is not held up by it.
+    s.http.set_keep_alive_max_count(100000);
+    s.http.set_keep_alive_timeout(2);
+    s.add_routes();
+    if (options.port == 0) {
+      s.port = s.http.bind_to_any_port(options.host);
+      if (s.port < 0) return error("cannot listen on ", options.host, " (any port)");
+    } else {
+      if (!s.http.bind_to_port(options.host, options.port)) {
+        return error("cannot listen on ", options.host, ":", options.port,
+                     " (in use, or not an address of this machine)");
+      }
+      s.port = options.port;
     }
-    s.port = options.port;
   }
-
-  Result<std::optional<std::string>> latest = newest_servable(options.model_dir);
-  if (!latest.ok()) {
-    s.log("no usable checkpoint yet: " + latest.status().message());
-  } else if (!latest->has_value()) {
-    s.log("no checkpoint or export yet in " + options.model_dir +
-          "; answering 503 until one appears");
-  } else {
-    s.load(**latest);
+  if (options.grpc_port >= 0) {
+    IC_ASSIGN_OR_RETURN(s.grpc, GrpcFrontend::start(*s.core, options.host, options.grpc_port,
+                                                    options.grpc_max_message_bytes));
   }
-  if (options.poll_interval.count() > 0) s.watcher = std::thread([&s] { s.watch(); });
   return std::make_unique<Server>(std::move(state));
 }
 
@@ -382,28 +278,51 @@ Server::Server(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 Server::~Server() {
   shutdown();
-  {
-    std::lock_guard lock(state_->watch_mutex);
-    state_->stopping = true;
-  }
-  state_->watch_wake.notify_all();
-  if (state_->watcher.joinable()) state_->watcher.join();
-  state_->batcher->stop();
+  // The front ends have drained; the core then stops its watcher and its batcher.
+  state_->grpc.reset();
+  state_->core.reset();
 }
 
 int Server::port() const { return state_->port; }
 
+int Server::grpc_port() const { return state_->grpc ? state_->grpc->port() : -1; }
+
 void Server::run() {
-  state_->http.listen_after_bind();
-  // Every connection's thread has finished: no request is waiting on the batcher any more.
+  State& s = *state_;
+  {
+    std::lock_guard lock(s.run_mutex);
+    s.running = !s.stop_asked;
+  }
+  if (s.port >= 0) {
+    s.http.listen_after_bind();
+  } else {
+    std::unique_lock lock(s.run_mutex);
+    s.run_wake.wait(lock, [&] { return s.stop_asked; });
+  }
+  // Every REST connection's thread has finished; gRPC calls in flight are answered too.
+  if (s.grpc) std::call_once(s.grpc_stopped, [&] { s.grpc->shutdown(); });
+  std::lock_guard lock(s.run_mutex);
+  s.running = false;
 }
 
 void Server::shutdown() {
-  state_->http.stop();
-  state_->batcher->stop_waiting();
+  State& s = *state_;
+  s.core->stop_waiting();
+  if (s.port >= 0) s.http.stop();
+  {
+    std::lock_guard lock(s.run_mutex);
+    s.stop_asked = true;
+  }
+  s.run_wake.notify_all();
+  if (s.grpc) std::call_once(s.grpc_stopped, [&] { s.grpc->shutdown(); });
 }
 
-bool Server::is_running() const { return state_->http.is_running(); }
+bool Server::is_running() const {
+  State& s = *state_;
+  if (s.port >= 0) return s.http.is_running();
+  std::lock_guard lock(s.run_mutex);
+  return s.running;
+}
 
 std::shared_ptr<ServedModel> Server::current_model() const { return state_->current(); }
 

@@ -1,10 +1,12 @@
-// The REST prediction server: TensorFlow Serving's API over HTTP (cpp-httplib), dynamic
-// batching (serve/batcher.h), the newest checkpoint of a model_dir reloaded as new ones appear,
-// /healthz, /metrics and a small web page at /.
-//   GET  /v1/models/NAME[/versions/N]             model status (version = global step; an export:
-//   its number) GET  /v1/models/NAME[/versions/N]/metadata    signature_def POST
-//   /v1/models/NAME[/versions/N]:predict     {"instances": ...} or {"inputs": ...} POST
-//   /v1/models/NAME[/versions/N]:classify    top-k labels with scores
+// The prediction server: TensorFlow Serving's REST API over HTTP (cpp-httplib) and its gRPC API
+// (serve/grpc_frontend.h), both on one ServingCore (serve/serving_core.h: dynamic batching, the
+// newest checkpoint of a model_dir reloaded as new ones appear), /healthz, /metrics and a small
+// web page at /. The REST routes:
+//   GET  /v1/models/NAME[/versions/N]            model status (version: the global step, or
+//                                                 an export's number)
+//   GET  /v1/models/NAME[/versions/N]/metadata   signature_def
+//   POST /v1/models/NAME[/versions/N]:predict    {"instances": ...} or {"inputs": ...}
+//   POST /v1/models/NAME[/versions/N]:classify   top-k labels with scores
 // Errors are {"error": "..."}: 400 bad JSON / image / shape / dtype, 404 unknown model or path,
 // 413 body or image too large, 503 no model loaded yet, queue full, or timed out.
 #pragma once
@@ -27,7 +29,9 @@ struct ServerOptions {
   std::string model_dir;
   std::string model_name;  // empty: the checkpoint's model (e.g. "inception_v3")
   std::string host = "127.0.0.1";
-  int port = 8501;  // 0: any free port (see Server::port())
+  int port = 8501;     // REST; 0: any free port (see Server::port()); -1: no REST
+  int grpc_port = -1;  // gRPC; 0: any free port (see Server::grpc_port()); -1: no gRPC
+  int64_t grpc_max_message_bytes = 64 << 20;  // larger gRPC messages get RESOURCE_EXHAUSTED
   BackendOptions backend;
   // What the model computes in (serve/precision_choice.h); decided again at every (re)load.
   ServePrecision precision = ServePrecision::automatic;
@@ -50,10 +54,12 @@ class Server {
   static Result<std::unique_ptr<Server>> create(const ServerOptions& options);
   ~Server();
 
-  int port() const;
+  int port() const;       // REST (-1: off)
+  int grpc_port() const;  // gRPC (-1: off)
   // Answers requests until shutdown(); returns once every request in flight has been answered.
   void run();
-  // Stops accepting connections; callable from any thread (run() then drains and returns).
+  // Stops accepting connections and calls; callable from any thread (run() then drains both
+  // front ends and returns).
   void shutdown();
 
   // The model answering new requests now (null before the first load).

@@ -25,7 +25,7 @@ trap cleanup EXIT
   --train_batch_size=2 --width=75 --height=75 --depth_multiplier=0.1 --num_classes=11 \
   --save_checkpoints_secs=0 --train_steps=2 --model_dir="$work/model" >"$work/train.log" 2>&1
 for i in $(seq 0 10); do echo "$i test class $i"; done >"$work/labels.txt"
-"$bin/serve" --model_dir="$work/model" --port=0 --num_threads=1 --labels_file="$work/labels.txt" \
+"$bin/serve" --model_dir="$work/model" --port=0 --rest_api_port=-1 --num_threads=1 --labels_file="$work/labels.txt" \
   2>"$work/serve.log" &
 server_pid=$!
 port=

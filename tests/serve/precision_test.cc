@@ -248,8 +248,9 @@ TEST_F(ServePrecisionTest, TheProgramSaysItsPrecisionInItsStartUpLineAndMetrics)
   ASSERT_TRUE(backend.ok());
   for (const char* flag : {"float32", "auto"}) {
     const std::string log = dir_->sub(std::string("serve-") + flag + ".log");
-    ServeProcess serve(log, {"--model_dir=" + model_dir(), "--port=0", "--num_threads=1",
-                             "--max_batch_size=2", std::string("--precision=") + flag});
+    ServeProcess serve(
+        log, {"--model_dir=" + model_dir(), "--port=0", "--rest_api_port=-1", "--num_threads=1",
+              "--max_batch_size=2", std::string("--precision=") + flag});
     const int port = serve.port();
     ASSERT_GT(port, 0) << read_text(log);
     const std::string text = read_text(log);

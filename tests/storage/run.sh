@@ -207,7 +207,7 @@ grep -qF "$gs/exports/$export_version/model.safetensors" "$work/classify_export_
 cmp -s "$work/export_gs.npy" "$work/local.npy" ||
   die "classify's logits from the gs:// export differ from the local checkpoint's"
 serve_port=$(free_port)
-"$bin/serve" --model_dir="$gs/exports" --port="$serve_port" --num_threads=1 \
+"$bin/serve" --model_dir="$gs/exports" --port=0 --rest_api_port="$serve_port" --num_threads=1 \
   --poll_interval_ms=0 >"$work/serve.log" 2>&1 &
 server=$!
 pids+=($server)

@@ -1,0 +1,266 @@
+#include "serve/grpc_frontend.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <mutex>
+
+#include "infer/top_classes.h"
+#include "proto/tensorflow_serving/model_service.grpc.pb.h"
+#include "proto/tensorflow_serving/prediction_service.grpc.pb.h"
+#include "serve/grpc_model_info.h"
+#include "serve/grpc_tensors.h"
+#include "serve/http_status.h"
+
+namespace ic {
+namespace {
+
+namespace tfs = tensorflow::serving;
+using Clock = ServingCore::Clock;
+
+grpc::Status to_grpc(const Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(grpc_code_for(status.code())),
+                      status.message());
+}
+
+// The model a ModelSpec names: its name, and a version number if it gives one.
+Result<std::shared_ptr<ServedModel>> resolve(const ServingCore& core, const tfs::ModelSpec& spec) {
+  if (spec.name().empty()) return invalid_argument("model_spec.name is empty: name the model");
+  std::optional<std::string> version;
+  if (spec.has_version()) version = std::to_string(spec.version().value());
+  if (!spec.version_label().empty()) {
+    IC_RETURN_IF_ERROR(core.resolve(spec.name(), std::nullopt).status());
+    return not_found("version label '", spec.version_label(), "' of '", spec.name(),
+                     "' is not known (serve names versions by number only)");
+  }
+  return core.resolve(spec.name(), version);
+}
+
+void answer_spec(const ServingCore& core, const ServedModel& model, const std::string& signature,
+                 tfs::ModelSpec* spec) {
+  spec->set_name(core.name());
+  spec->mutable_version()->set_value(model.version());
+  spec->set_signature_name(signature);
+}
+
+// When the client's deadline is earlier than the server's request timeout, it bounds the wait.
+std::optional<Clock::time_point> client_deadline(const grpc::ServerContext& context) {
+  const auto deadline = context.deadline();
+  const auto now = std::chrono::system_clock::now();
+  if (deadline - now > std::chrono::hours(24)) return std::nullopt;  // none given
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline - now);
+}
+
+// Preprocessed instances in a job, run on the model; DEADLINE_EXCEEDED once the client's
+// deadline has passed, whatever else went wrong meanwhile.
+class JobRunner {
+ public:
+  JobRunner(ServingCore& core, grpc::ServerContext& context)
+      : core_(core), context_(context), arrived_(Clock::now()) {}
+
+  grpc::Status run(const std::shared_ptr<BatchJob>& job) {
+    const std::optional<Clock::time_point> deadline = client_deadline(context_);
+    const Status status = core_.run(job, arrived_, deadline);
+    if (!status.ok() && deadline && Clock::now() >= *deadline) {
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                          "the client's deadline passed before the model answered");
+    }
+    return to_grpc(status);
+  }
+  // Counts the call in /metrics, under the HTTP status REST would have answered.
+  void record(const char* method, const grpc::Status& status) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - arrived_).count();
+    const int code = status.ok() ? 200 : status.error_code() == grpc::DEADLINE_EXCEEDED ? 504 : 0;
+    core_.metrics().record_request(std::string("grpc_") + method,
+                                   code ? code : http_status_for(status_code_of(status)), seconds);
+  }
+
+ private:
+  static StatusCode status_code_of(const grpc::Status& status) {
+    for (StatusCode code :
+         {StatusCode::invalid_argument, StatusCode::not_found, StatusCode::already_exists,
+          StatusCode::resource_exhausted, StatusCode::unavailable, StatusCode::cancelled,
+          StatusCode::data_loss}) {
+      if (grpc_code_for(code) == status.error_code()) return code;
+    }
+    return StatusCode::internal;
+  }
+  ServingCore& core_;
+  grpc::ServerContext& context_;
+  Clock::time_point arrived_;
+};
+
+class PredictionService final : public tfs::PredictionService::Service {
+ public:
+  explicit PredictionService(ServingCore& core) : core_(core) {}
+
+  grpc::Status Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
+                       tfs::PredictResponse* response) override {
+    JobRunner runner(core_, *context);
+    const grpc::Status status = predict(runner, *request, response);
+    runner.record("predict", status);
+    return status;
+  }
+
+  grpc::Status Classify(grpc::ServerContext* context, const tfs::ClassificationRequest* request,
+                        tfs::ClassificationResponse* response) override {
+    JobRunner runner(core_, *context);
+    const grpc::Status status = classify(runner, *request, response);
+    runner.record("classify", status);
+    return status;
+  }
+
+  grpc::Status GetModelMetadata(grpc::ServerContext*, const tfs::GetModelMetadataRequest* request,
+                                tfs::GetModelMetadataResponse* response) override {
+    Result<std::shared_ptr<ServedModel>> model = resolve(core_, request->model_spec());
+    if (!model.ok()) return to_grpc(model.status());
+    for (const std::string& field : request->metadata_field()) {
+      if (field != "signature_def") {
+        return to_grpc(invalid_argument("unknown metadata_field '", field,
+                                        "' (the only one is 'signature_def')"));
+      }
+    }
+    answer_spec(core_, **model, "", response->mutable_model_spec());
+    (*response->mutable_metadata())["signature_def"].PackFrom(signature_def_map((*model)->meta()));
+    return grpc::Status::OK;
+  }
+
+ private:
+  grpc::Status predict(JobRunner& runner, const tfs::PredictRequest& request,
+                       tfs::PredictResponse* response) {
+    Result<std::shared_ptr<ServedModel>> model = resolve(core_, request.model_spec());
+    if (!model.ok()) return to_grpc(model.status());
+    Result<PredictSignature> signature = predict_signature(request.model_spec().signature_name());
+    if (!signature.ok()) return to_grpc(signature.status());
+    Result<std::vector<std::string>> outputs = requested_outputs(request);
+    if (!outputs.ok()) return to_grpc(outputs.status());
+    const InstanceOptions options = core_.instance_options(**model);
+    Result<TensorImages> images = request_images(request, *signature, options);
+    if (!images.ok()) return to_grpc(images.status());
+    auto job = std::make_shared<BatchJob>(*model, images->count);
+    for (int64_t i = 0; i < images->count; ++i) {
+      const Status filled = fill_tensor_image(*images, i, options, job->image(i));
+      if (!filled.ok()) return to_grpc(filled);
+    }
+    const grpc::Status ran = runner.run(job);
+    if (!ran.ok()) return ran;
+    write_predict_outputs(job->logits(0), images->count, (*model)->num_classes(), *outputs,
+                          response);
+    answer_spec(core_, **model,
+                *signature == PredictSignature::classify ? "classify" : "serving_default",
+                response->mutable_model_spec());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status classify(JobRunner& runner, const tfs::ClassificationRequest& request,
+                        tfs::ClassificationResponse* response) {
+    Result<std::shared_ptr<ServedModel>> model = resolve(core_, request.model_spec());
+    if (!model.ok()) return to_grpc(model.status());
+    Result<PredictSignature> signature = predict_signature(request.model_spec().signature_name());
+    if (!signature.ok()) return to_grpc(signature.status());
+    Result<std::vector<std::string_view>> images = example_images(request.input());
+    if (!images.ok()) return to_grpc(images.status());
+    const int64_t count = static_cast<int64_t>(images->size());
+    const InstanceOptions options = core_.instance_options(**model);
+    auto job = std::make_shared<BatchJob>(*model, count);
+    for (int64_t i = 0; i < count; ++i) {
+      const Status filled =
+          fill_encoded_image((*images)[i], static_cast<size_t>(i), options, job->image(i));
+      if (!filled.ok()) return to_grpc(filled);
+    }
+    const grpc::Status ran = runner.run(job);
+    if (!ran.ok()) return ran;
+    const int64_t classes = (*model)->num_classes();
+    const std::map<int64_t, std::string>& names = core_.options().label_names;
+    for (int64_t i = 0; i < count; ++i) {
+      tfs::Classifications& out = *response->mutable_result()->add_classifications();
+      for (const auto& [label, probability] : top_classes(job->logits(i), classes, kClassifyTopK)) {
+        tfs::Class& entry = *out.add_classes();
+        auto name = names.find(label);
+        entry.set_label(name != names.end() ? name->second : std::to_string(label));
+        entry.set_score(probability);
+      }
+    }
+    answer_spec(core_, **model, "classify", response->mutable_model_spec());
+    return grpc::Status::OK;
+  }
+
+  ServingCore& core_;
+};
+
+class ModelService final : public tfs::ModelService::Service {
+ public:
+  explicit ModelService(ServingCore& core) : core_(core) {}
+
+  grpc::Status GetModelStatus(grpc::ServerContext*, const tfs::GetModelStatusRequest* request,
+                              tfs::GetModelStatusResponse* response) override {
+    Result<std::shared_ptr<ServedModel>> model = resolve(core_, request->model_spec());
+    if (!model.ok()) return to_grpc(model.status());
+    tfs::ModelVersionStatus& status = *response->add_model_version_status();
+    status.set_version((*model)->version());
+    status.set_state(tfs::ModelVersionStatus::AVAILABLE);
+    status.mutable_status()->set_error_code(tensorflow::error::OK);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status HandleReloadConfigRequest(grpc::ServerContext*,
+                                         const tfs::ReloadConfigRequest* request,
+                                         tfs::ReloadConfigResponse* response) override {
+    const Status checked =
+        check_reload_config(core_.name(), core_.options().model_dir, request->config());
+    if (!checked.ok()) return to_grpc(checked);
+    response->mutable_status()->set_error_code(tensorflow::error::OK);
+    return grpc::Status::OK;
+  }
+
+ private:
+  ServingCore& core_;
+};
+
+}  // namespace
+
+struct GrpcFrontend::Impl {
+  explicit Impl(ServingCore& core) : prediction(core), models(core), core(core) {}
+  PredictionService prediction;
+  ModelService models;
+  ServingCore& core;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::once_flag stopped;
+};
+
+Result<std::unique_ptr<GrpcFrontend>> GrpcFrontend::start(ServingCore& core,
+                                                          const std::string& host, int port,
+                                                          int64_t max_message_bytes) {
+  auto impl = std::make_unique<Impl>(core);
+  grpc::ServerBuilder builder;
+  const std::string address = host + ":" + std::to_string(port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl->port);
+  const int limit = static_cast<int>(std::min<int64_t>(max_message_bytes, INT32_MAX));
+  builder.SetMaxReceiveMessageSize(limit);
+  builder.SetMaxSendMessageSize(limit);
+  builder.RegisterService(&impl->prediction);
+  builder.RegisterService(&impl->models);
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || impl->port == 0) {
+    return error("cannot listen for gRPC on ", address,
+                 " (in use, or not an address of this machine)");
+  }
+  return std::make_unique<GrpcFrontend>(std::move(impl));
+}
+
+GrpcFrontend::GrpcFrontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+GrpcFrontend::~GrpcFrontend() { shutdown(); }
+
+int GrpcFrontend::port() const { return impl_->port; }
+
+void GrpcFrontend::shutdown() {
+  std::call_once(impl_->stopped, [this] {
+    const auto grace = impl_->core.options().request_timeout;
+    impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
+    impl_->server->Wait();
+  });
+}
+
+}  // namespace ic
