@@ -116,6 +116,7 @@ Result<bool> TfRecordReader::valid_record_at(uint64_t at, const char* header,
 }
 
 Result<TfRecordResync> TfRecordReader::resync() {
+  const bool length_was_readable = can_skip_;
   can_skip_ = false;
   TfRecordResync result;
   result.from = offset_;
@@ -146,6 +147,7 @@ Result<TfRecordResync> TfRecordReader::resync() {
     at += starts;
   }
   if (!result.found) result.to = file_size_;
+  result.one_record = length_was_readable && result.to == resume_offset_;
   file_->seek(result.to);
   offset_ = result.to;
   return result;

@@ -26,6 +26,9 @@ struct TfRecordResync {
   uint64_t from = 0;   // the damaged record's start
   uint64_t to = 0;     // the next valid record's start, or the file's size when none follows
   bool found = false;  // a valid record starts at `to`
+  // The damaged record's own length was readable (only its data CRC failed) and reading goes
+  // on right after it: exactly one record was lost.
+  bool one_record = false;
   uint64_t skipped_bytes() const { return to - from; }
 };
 
