@@ -175,10 +175,12 @@ Result<TfRecordCount> count_tfrecords(const std::string& path, int64_t stop_afte
   IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(path));
   TfRecordCount count;
   while (stop_after <= 0 || count.records < stop_after) {
+    const uint64_t start = reader.offset();
     Result<bool> more = reader.skip_record();
     if (more.ok()) {
       if (!*more) break;
       ++count.records;
+      count.counted_bytes += reader.offset() - start;
       continue;
     }
     if (more.status().code() != StatusCode::data_loss) return more.status();

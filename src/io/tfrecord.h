@@ -35,6 +35,7 @@ struct TfRecordResync {
 // How many records a file's framing holds (count_tfrecords).
 struct TfRecordCount {
   int64_t records = 0;           // headers whose length and length CRC verify
+  uint64_t counted_bytes = 0;    // those records' bytes, framing included
   int64_t damaged_regions = 0;   // stretches whose framing could not be followed
   uint64_t uncounted_bytes = 0;  // their bytes: records there are not counted
 };

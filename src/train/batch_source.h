@@ -44,9 +44,18 @@ std::optional<std::string> input_position_text(const BatchSource& source);
 // nullopt when the pass covers the whole validation split (its size is known only at its end).
 std::optional<int64_t> eval_batch_count(const RunOptions& options);
 
-// A line for the log after a pass ("skipped 2 undecodable images: ..."), empty when there is
-// nothing to say.
+// A line for the log after a pass ("skipped 2 undecodable images: ..."), with each damaged
+// record's file, byte offset and bytes skipped; empty when there is nothing to say.
 std::string input_summary(const BatchSource& source);
+
+// The next batch of an evaluation pass; a damaged validation record (without
+// --eval_skip_corrupt) is an error that says why evaluation stops there and how to go on.
+Result<std::shared_ptr<const Batch>> next_eval_batch(BatchSource& source);
+
+// After an evaluation pass over real data: "evaluated N of the M records the validation files
+// hold" (M counted by following the files' framing; damaged stretches whose records could not
+// be counted are named by their bytes), then input_summary's lines. Empty for fake data.
+std::string eval_input_summary(const RunOptions& options, const BatchSource& source);
 
 // The input pipeline's counts so far; all zero for fake data.
 InputPipeline::Stats input_stats(const BatchSource& source);

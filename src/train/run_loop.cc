@@ -431,7 +431,7 @@ Result<std::string> Session::evaluate_and_report() {
   const int64_t report_every = batches ? std::max<int64_t>(1, *batches / 10) : 10;
   int64_t done = 0;
   while (!stop_now()) {
-    IC_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> batch, source->next());
+    IC_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> batch, next_eval_batch(*source));
     if (!batch) break;
     evaluator_->run_batch(batch->images.data(), batch->labels.data());
     if (++done % report_every == 0 || (batches && done == *batches)) {
@@ -441,7 +441,7 @@ Result<std::string> Session::evaluate_and_report() {
     }
   }
   IC_RETURN_IF_ERROR(check_device("evaluation"));
-  const std::string source_note = input_summary(*source);
+  const std::string source_note = eval_input_summary(options_, *source);
   if (!source_note.empty()) log_ << source_note << std::endl;
   if (stop_agreed()) return std::string();
   const TopKCounts c = sum_over_replicas(evaluator_->counts(), reducer_.comm());
