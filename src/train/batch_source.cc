@@ -79,9 +79,10 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
   in.num_shards = replicas;
   in.num_files_infeed = options.num_files_infeed;
   in.shuffle_buffer = options.followup_shuffle_buffer_size;
-  // Training counts damaged records against --max_bad_input_fraction; evaluation stops at one
-  // unless told to skip, since its score would cover only part of the set.
-  in.skip_corrupt_records = training || options.eval_skip_corrupt;
+  // Both read past damaged records: training counts them against --max_bad_input_fraction;
+  // evaluation names them all and then refuses the score unless told to skip them
+  // (check_eval_input_whole).
+  in.skip_corrupt_records = true;
   if (!training && options.eval_total_size > 0) {
     // The reference evaluates eval_steps = eval_total_size // eval_batch_size full batches,
     // shared by the replicas that read validation files (data/input_pipeline.h).
@@ -132,13 +133,26 @@ std::string input_summary(const BatchSource& source) {
   return out.str();
 }
 
-Result<std::shared_ptr<const Batch>> next_eval_batch(BatchSource& source) {
-  Result<std::shared_ptr<const Batch>> batch = source.next();
-  if (batch.ok() || batch.status().code() != StatusCode::data_loss) return batch;
-  return batch.status().with_context(
-      "evaluation stops at a damaged validation record rather than score part of the set as if "
-      "it were all of it (--eval_skip_corrupt=true skips damaged records and evaluates the "
-      "rest)");
+bool eval_input_damaged(const BatchSource& source) {
+  return input_stats(source).damaged_places > 0;
+}
+
+Status check_eval_input_whole(const RunOptions& options, const BatchSource& source,
+                              bool any_damaged) {
+  if (!any_damaged || options.eval_skip_corrupt) return Status();
+  const InputPipeline::Stats stats = input_stats(source);
+  if (stats.damaged_places == 0) {
+    return data_loss(
+        "another replica's validation files have damaged records; no score is "
+        "reported (--eval_skip_corrupt=true scores the rest)");
+  }
+  std::ostringstream out;
+  out << "the validation files have " << stats.damaged_places << " damaged places (about "
+      << stats.inputs - stats.records
+      << " records lost); no score is reported, since a score over the rest would read as one "
+         "over the whole set (--eval_skip_corrupt=true scores the rest):";
+  for (const std::string& note : stats.damage_notes) out << "\n  " << note;
+  return data_loss(out.str());
 }
 
 std::string eval_input_summary(const RunOptions& options, const BatchSource& source) {

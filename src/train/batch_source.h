@@ -48,9 +48,13 @@ std::optional<int64_t> eval_batch_count(const RunOptions& options);
 // record's file, byte offset and bytes skipped; empty when there is nothing to say.
 std::string input_summary(const BatchSource& source);
 
-// The next batch of an evaluation pass; a damaged validation record (without
-// --eval_skip_corrupt) is an error that says why evaluation stops there and how to go on.
-Result<std::shared_ptr<const Batch>> next_eval_batch(BatchSource& source);
+// After an evaluation pass (which reads past damaged records, so that all of them are named):
+// whether this replica's pass lost records to damage, and, when any replica's did
+// (`any_damaged`) and --eval_skip_corrupt is false, the error that refuses the score, naming
+// each damaged place by file and byte offset.
+bool eval_input_damaged(const BatchSource& source);
+Status check_eval_input_whole(const RunOptions& options, const BatchSource& source,
+                              bool any_damaged);
 
 // After an evaluation pass over real data: "evaluated N of the M records the validation files
 // hold" (M counted by following the files' framing; damaged stretches whose records could not

@@ -144,7 +144,7 @@ std::vector<Flag> make_trainer_flags() {
       boolean("eval_skip_corrupt", &O::eval_skip_corrupt,
               "Evaluation skips damaged validation records and evaluates the rest, logging "
               "how many records it evaluated of how many the files hold; false: a damaged "
-              "record stops the evaluation with an error naming the file and byte offset"),
+              "record fails the evaluation, naming the file and byte offset, with no score"),
       number("stop_timeout_secs", &O::stop_timeout_secs, at_least(0),
              "After SIGINT/SIGTERM, seconds to wait for the checkpoint at the next step "
              "boundary before exiting at once (a second signal exits at once)"),
