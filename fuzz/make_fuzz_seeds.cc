@@ -1,6 +1,7 @@
 // make_fuzz_seeds OUT_DIR: writes a small seed corpus for every harness, OUT_DIR/<harness>/,
 // made by the project's own writers so the fuzzers start from valid inputs:
-//   fuzz_tfrecord          two-record TFRecord files (one record a tf.Example)
+//   fuzz_tfrecord          two-record TFRecord files (one record a tf.Example), and three-record
+//                          ones damaged in the middle (flipped length, cut record, huge length)
 //   fuzz_example           serialized tf.Examples (with and without boxes)
 //   fuzz_image             JPEGs and a PNG behind every harness prefix (call, scale, crop),
 //                          and bombs (60000x60000 headers), a cut JPEG, a short scan
@@ -94,7 +95,21 @@ ic::Status tfrecord_seeds(const fs::path& dir, const std::string& example) {
   // A bad data CRC in the first record: the reader skips it and reads the second.
   std::string damaged = ic::frame_tfrecord("corrupt") + ic::frame_tfrecord("");
   damaged[13] ^= 1;
-  return write_bytes(dir / "damaged", damaged);
+  IC_RETURN_IF_ERROR(write_bytes(dir / "damaged", damaged));
+  // Damaged framing in the middle of three records, each of which resync() reads past to the
+  // third: a flipped length, a record cut short, a CRC-valid length claiming 2^33 bytes.
+  const std::string first = ic::frame_tfrecord("first record"),
+                    middle = ic::frame_tfrecord(example), last = ic::frame_tfrecord("last record");
+  std::string flipped = middle;
+  flipped[0] ^= 1;
+  IC_RETURN_IF_ERROR(write_bytes(dir / "flipped-length", first + flipped + last));
+  IC_RETURN_IF_ERROR(
+      write_bytes(dir / "cut-record", first + middle.substr(0, middle.size() / 2) + last));
+  std::string huge = ic::frame_tfrecord("");
+  huge[4] = 0x02;
+  const uint32_t crc = ic::mask_crc32c(ic::crc32c(huge.data(), 8));
+  for (int i = 0; i < 4; ++i) huge[8 + i] = static_cast<char>((crc >> (8 * i)) & 0xffu);
+  return write_bytes(dir / "huge-length", first + huge.substr(0, 12) + middle.substr(12) + last);
 }
 
 // Hostile variants of a JPEG and a PNG: decompression bombs (headers claiming 60000x60000, the

@@ -67,8 +67,12 @@ struct InputPipeline::State {
   std::deque<std::shared_ptr<InFlight>> pending;  // in stream order
   std::deque<WorkItem> work;
   size_t work_capacity = 0;
-  Stats stats;                         // corrupt count: unparsable tf.Examples only
-  int64_t stream_corrupt_records = 0;  // bad framing or CRC, counted by the reader
+  Stats stats;  // corrupt count: unparsable tf.Examples only; no damage counts
+  // Bad framing or CRC, counted by the reader's stream: copied under `mu` as it reads.
+  int64_t stream_corrupt_records = 0;
+  int64_t stream_damaged_places = 0;
+  uint64_t stream_bytes_skipped = 0;
+  std::vector<std::string> stream_damage_notes;
 
   std::unique_ptr<RecordStream> stream;  // the reader's; made (and restored) by create()
   uint64_t first_stream_index = 0;       // where the reader's count starts (a resume's)
@@ -80,6 +84,7 @@ struct InputPipeline::State {
 
   size_t image_floats() const { return static_cast<size_t>(options.height) * options.width * 3; }
   void run_reader();
+  void copy_stream_counts();  // with `mu` held
   void run_worker();
   bool process(const WorkItem& item, PreprocessScratch* scratch, int32_t* label);
 };
@@ -129,10 +134,24 @@ Result<std::vector<std::string>> list_input_files(const std::string& data_dir, b
 
 namespace {
 
+// The most records the shuffle buffer can hold: the flag's size, or the records of the files
+// when they hold fewer (a buffer larger than the data would otherwise fill with the next
+// epochs' copies). The framing is followed only until the buffer's size is reached.
+Result<int> shuffle_buffer_capacity(const std::vector<std::string>& files, int shuffle_buffer) {
+  int64_t records = 0;
+  for (const std::string& file : files) {
+    if (records >= shuffle_buffer) break;
+    IC_ASSIGN_OR_RETURN(const TfRecordCount count, count_tfrecords(file, shuffle_buffer - records));
+    records += count.records;
+  }
+  return static_cast<int>(std::min<int64_t>(records, shuffle_buffer));
+}
+
 // The shuffle buffer holds whole records: refuse a size whose memory is clearly beyond the
 // limit, estimated from the mean size of (up to) the first 64 records of one file.
-Status check_shuffle_buffer_memory(const InputOptions& options, const std::string& sample_file) {
-  if (options.memory_limit_bytes == 0 || options.shuffle_buffer <= 1) return Status();
+Status check_shuffle_buffer_memory(const InputOptions& options, int capacity,
+                                   const std::string& sample_file) {
+  if (options.memory_limit_bytes == 0 || capacity <= 1) return Status();
   constexpr int kSampleRecords = 64;
   // Per buffered record beyond its bytes: two std::strings and the source path.
   const double overhead = 2 * sizeof(std::string) + sizeof(uint64_t) + sample_file.size();
@@ -147,9 +166,13 @@ Status check_shuffle_buffer_memory(const InputOptions& options, const std::strin
     ++sampled;
   }
   const double per_record = overhead + (sampled > 0 ? record_bytes / sampled : 0.0);
-  const double need = per_record * options.shuffle_buffer;
+  const double need = per_record * capacity;
   if (need > static_cast<double>(options.memory_limit_bytes)) {
-    return error("a shuffle buffer of ", options.shuffle_buffer, " records needs about ",
+    const std::string bound =
+        capacity < options.shuffle_buffer
+            ? " (bounded by the " + std::to_string(capacity) + " records the input files hold)"
+            : "";
+    return error("a shuffle buffer of ", options.shuffle_buffer, " records", bound, " needs about ",
                  need / 1e9, " GB (", static_cast<int64_t>(per_record), " bytes per record, from ",
                  sampled, " records of ", sample_file, "), more than this machine's ",
                  static_cast<double>(options.memory_limit_bytes) / 1e9,
@@ -201,7 +224,11 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
       std::vector<std::string> files,
       list_input_files(options.data_dir, options.training, options.shard_index, options.num_shards,
                        &reads_every_file, options.eval_file_prefix));
-  if (options.training) IC_RETURN_IF_ERROR(check_shuffle_buffer_memory(options, files.front()));
+  int shuffle_capacity = 0;
+  if (options.training && options.shuffle_buffer > 1) {
+    IC_ASSIGN_OR_RETURN(shuffle_capacity, shuffle_buffer_capacity(files, options.shuffle_buffer));
+    IC_RETURN_IF_ERROR(check_shuffle_buffer_memory(options, shuffle_capacity, files.front()));
+  }
   auto state = std::make_shared<State>();
   state->options = options;
   state->files = std::move(files);
@@ -226,14 +253,14 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::create(const InputOptions&
   RecordStreamOptions stream_options;
   stream_options.repeat_and_shuffle_files = options.training;
   stream_options.cycle_length = std::max(options.num_files_infeed, 1);
-  stream_options.shuffle_buffer = options.training ? options.shuffle_buffer : 0;
+  stream_options.shuffle_buffer = shuffle_capacity;
   stream_options.skip_corrupt_records = options.skip_corrupt_records;
   stream_options.seed = state->seed;
   state->stream = std::make_unique<RecordStream>(state->files, stream_options);
   InputPosition& identity = state->identity;
   identity.seed = state->seed;
   identity.cycle_length = stream_options.cycle_length;
-  identity.shuffle_buffer = stream_options.shuffle_buffer;
+  identity.shuffle_buffer = options.training ? options.shuffle_buffer : 0;  // the flag's
   identity.batch_size = options.batch_size;
   for (const std::string& file : state->files) {
     identity.file_names.push_back(base_name(file));
@@ -326,7 +353,7 @@ void InputPipeline::State::run_reader() {
       item.row = row;
       std::unique_lock<std::mutex> lock(mu);
       ++stats.records;
-      stream_corrupt_records = stream.corrupt_records();
+      copy_stream_counts();
       cv.wait(lock, [&] { return stop || work.size() < work_capacity; });
       if (stop) return;
       work.push_back(std::move(item));
@@ -355,10 +382,18 @@ void InputPipeline::State::run_reader() {
     cv.notify_all();
   }
   std::lock_guard<std::mutex> lock(mu);
-  stream_corrupt_records = stream.corrupt_records();
+  copy_stream_counts();
   if (!failure.ok()) error = failure;
   reader_done = true;
   cv.notify_all();
+}
+
+void InputPipeline::State::copy_stream_counts() {
+  stream_corrupt_records = stream->corrupt_records();
+  stream_bytes_skipped = stream->bytes_skipped();
+  if (stream_damaged_places == stream->damage_count()) return;
+  stream_damaged_places = stream->damage_count();
+  stream_damage_notes = stream->damage_notes();
 }
 
 // Parses, decodes and preprocesses one record into its row. False when the record is corrupt or
@@ -485,6 +520,9 @@ InputPipeline::Stats InputPipeline::stats() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   Stats stats = state_->stats;
   stats.corrupt_records_skipped += state_->stream_corrupt_records;
+  stats.damaged_places = state_->stream_damaged_places;
+  stats.damaged_bytes_skipped = state_->stream_bytes_skipped;
+  stats.damage_notes = state_->stream_damage_notes;
   stats.inputs = stats.records + state_->stream_corrupt_records;
   return stats;
 }

@@ -56,8 +56,10 @@ struct InputOptions {
   // Bad input. A record whose label is outside [0, num_classes) stops the pipeline with an error
   // naming the file and the record's byte offset (0 = labels not checked): training on it would
   // be silently wrong. An image whose header claims more than max_image_pixels is not decoded
-  // (an undecodable image). A training shuffle buffer whose estimated memory (buffer size x the
-  // mean record size of the first file) exceeds memory_limit_bytes is refused (0 = no check).
+  // (an undecodable image). The training shuffle buffer never holds more records than the files
+  // do (it is bounded by their count, found by following their framing up to the buffer's size)
+  // and grows as it fills; one whose estimated memory (that bound x the mean record size of the
+  // first file) exceeds memory_limit_bytes is refused (0 = no check).
   int64_t num_classes = 0;
   int64_t max_image_pixels = kDefaultMaxImagePixels;
   uint64_t memory_limit_bytes = 0;
@@ -85,11 +87,18 @@ class BatchSource {
 class InputPipeline final : public BatchSource {
  public:
   struct Stats {
-    int64_t records = 0;                            // records read
-    int64_t inputs = 0;                             // records + those with bad framing/CRC
-    int64_t corrupt_records_skipped = 0;            // bad framing/CRC or unparsable tf.Example
+    int64_t records = 0;  // records read
+    int64_t inputs = 0;   // records + those with bad framing/CRC
+    // Bad framing/CRC (the records the damaged bytes held, estimated where the framing was
+    // lost) or an unparsable tf.Example.
+    int64_t corrupt_records_skipped = 0;
     int64_t undecodable_images_skipped = 0;         // image bytes that did not decode
     std::vector<std::string> undecodable_examples;  // "file: image/filename (why)", first few
+    // Damaged framing or CRCs that reading went past (RecordStream::damage_notes), the bytes
+    // skipped over them, and the first few named by file and byte offset.
+    int64_t damaged_places = 0;
+    uint64_t damaged_bytes_skipped = 0;
+    std::vector<std::string> damage_notes;
   };
 
   // Finds the files and starts the threads. Errors: no matching files, bad options.

@@ -1,5 +1,7 @@
 #include "data/record_stream.h"
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <utility>
 
@@ -7,6 +9,8 @@ namespace ic {
 namespace {
 constexpr uint64_t kFileOrderStream = 0x66696C65;  // "file"
 constexpr uint64_t kShuffleStream = 0x73687566;    // "shuf"
+constexpr size_t kMaxDamageNotes = 20;
+constexpr uint64_t kFramingBytes = 16;  // a record's header and footer
 }  // namespace
 
 RecordStream::RecordStream(std::vector<std::string> files, const RecordStreamOptions& options)
@@ -49,6 +53,25 @@ Status RecordStream::note_file_done(const Slot& slot) {
                last_corruption_.empty() ? path + ": no records" : last_corruption_);
 }
 
+void RecordStream::note_damage(const std::string& what, const TfRecordResync& resynced) {
+  const uint64_t skipped = resynced.skipped_bytes();
+  int64_t lost = 1;
+  if (!resynced.one_record && good_records_read_ > 0) {
+    const double mean = static_cast<double>(good_bytes_read_) / good_records_read_;
+    lost = std::max<int64_t>(1, std::llround(static_cast<double>(skipped) / mean));
+  }
+  corrupt_records_ += lost;
+  bytes_skipped_ += skipped;
+  ++damage_count_;
+  if (damage_notes_.size() >= kMaxDamageNotes) return;
+  std::string note = what + "; skipped " + std::to_string(skipped) + " bytes ";
+  note += resynced.found ? "to the next valid record at byte " + std::to_string(resynced.to)
+                         : std::string("to the end of the file");
+  note += " (" + std::string(resynced.one_record ? "" : "about ") + std::to_string(lost) +
+          (lost == 1 ? " record)" : " records)");
+  damage_notes_.push_back(std::move(note));
+}
+
 Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offset, size_t* file) {
   while (true) {
     // Keep cycle_length files open while there are files left.
@@ -68,10 +91,11 @@ Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offse
       // not the data's and stops the stream.
       const bool corrupt = got.status().code() == StatusCode::data_loss;
       if (!options_.skip_corrupt_records || !corrupt) return got.status();
-      ++corrupt_records_;
       last_corruption_ = got.status().message();
-      if (slot.reader.skip_corrupt()) continue;  // same file, next record
-      got = false;                               // the rest of the file is unreadable
+      IC_ASSIGN_OR_RETURN(const TfRecordResync resynced, slot.reader.resync());
+      note_damage(got.status().message(), resynced);
+      if (resynced.found) continue;  // same file, the next valid record
+      got = false;                   // nothing valid follows in this file
     }
     if (!*got) {
       // End of this file: the next file takes its place in the cycle (opened above).
@@ -87,6 +111,8 @@ Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offse
     *offset = record_offset;
     *file = slot.file;
     ++slot.good_records;
+    ++good_records_read_;
+    good_bytes_read_ += record->size() + kFramingBytes;
     barren_files_.clear();
     slot_pos_ = (slot_pos_ + 1) % slots_.size();
     return true;

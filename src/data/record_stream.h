@@ -31,8 +31,11 @@ class RecordStream {
 
   // The next record, the file it came from and (when `offset` is not null) the byte offset
   // where it starts there. Returns false at the end (never when repeating). A corrupt record
-  // (a data_loss error) is skipped and counted, or returned as the error when
-  // skip_corrupt_records is false; a file that cannot be opened or read is always an error. When
+  // (a data_loss error) is returned as the error when skip_corrupt_records is false; otherwise
+  // reading goes on at the next valid record of that file (TfRecordReader::resync), and the
+  // records lost are counted (one when only a record's data was damaged, else the bytes skipped
+  // over the mean record size read so far, at least one) and the damage described in
+  // damage_notes(); a file that cannot be opened or read is always an error. When
   // repeating, an error too once every file has been read through without giving one good record
   // (all empty, not TFRecords, or corrupt in every record): the stream would otherwise go round
   // them forever.
@@ -45,7 +48,13 @@ class RecordStream {
   RecordStreamPosition position() const;
   Status restore(const RecordStreamPosition& position);
 
+  // Records lost to damaged framing or CRCs (estimated where the framing was lost).
   int64_t corrupt_records() const { return corrupt_records_; }
+  uint64_t bytes_skipped() const { return bytes_skipped_; }
+  int64_t damage_count() const { return damage_count_; }
+  // The first damaged records: "<file>: corrupt record at byte N: <why>; skipped B bytes to the
+  // next valid record at byte M (about K records)".
+  const std::vector<std::string>& damage_notes() const { return damage_notes_; }
   int64_t file_passes_started() const { return epoch_; }
 
  private:
@@ -69,6 +78,8 @@ class RecordStream {
   // A file was read to its end: records it when it gave no good record; the error once every
   // file has (repeating only).
   Status note_file_done(const Slot& slot);
+  // Counts and describes a damaged record that `resynced` went past.
+  void note_damage(const std::string& what, const TfRecordResync& resynced);
 
   std::vector<std::string> files_;
   RecordStreamOptions options_;
@@ -81,6 +92,13 @@ class RecordStream {
   std::vector<Buffered> buffer_;
   Rng shuffle_rng_;
   int64_t corrupt_records_ = 0;
+  uint64_t bytes_skipped_ = 0;
+  int64_t damage_count_ = 0;
+  std::vector<std::string> damage_notes_;
+  // Good records given out and their framed bytes: the mean record size lost bytes are
+  // counted by.
+  int64_t good_records_read_ = 0;
+  uint64_t good_bytes_read_ = 0;
   // Files read through without a good record since the stream last gave one, and why the last
   // of them failed (for the message when that is all of them).
   std::set<std::string> barren_files_;

@@ -1,6 +1,7 @@
 // TFRecord framing: TensorFlow's record_writer.cc / record_reader.cc, byte for byte.
 #include "io/tfrecord.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ic {
@@ -101,6 +102,94 @@ bool TfRecordReader::skip_corrupt() {
   file_->seek(resume_offset_);
   offset_ = resume_offset_;
   return true;
+}
+
+Result<bool> TfRecordReader::valid_record_at(uint64_t at, const char* header,
+                                             std::string* scratch) {
+  const uint64_t length = get_u64(header);
+  if (length > file_size_ || at + kHeaderBytes + length + kFooterBytes > file_size_) return false;
+  scratch->resize(length + kFooterBytes);
+  file_->seek(at + kHeaderBytes);
+  IC_ASSIGN_OR_RETURN(const size_t got, file_->read(scratch->data(), scratch->size()));
+  if (got != scratch->size()) return false;
+  return mask_crc32c(crc32c(scratch->data(), length)) == get_u32(scratch->data() + length);
+}
+
+Result<TfRecordResync> TfRecordReader::resync() {
+  const bool length_was_readable = can_skip_;
+  can_skip_ = false;
+  TfRecordResync result;
+  result.from = offset_;
+  // Candidate headers are tested a window at a time; consecutive windows overlap by a header
+  // less one byte, so that every start is tested once.
+  constexpr uint64_t kWindowStarts = 64 * 1024;
+  std::string window;
+  std::string scratch;
+  uint64_t at = offset_ + 1;
+  while (at + kHeaderBytes + kFooterBytes <= file_size_) {
+    const size_t want =
+        static_cast<size_t>(std::min<uint64_t>(kWindowStarts + kHeaderBytes - 1, file_size_ - at));
+    window.resize(want);
+    file_->seek(at);
+    IC_ASSIGN_OR_RETURN(const size_t got, file_->read(window.data(), want));
+    if (got < kHeaderBytes) break;
+    const size_t starts = got - kHeaderBytes + 1;
+    for (size_t i = 0; i < starts; ++i) {
+      const char* header = window.data() + i;
+      if (mask_crc32c(crc32c(header, 8)) != get_u32(header + 8)) continue;
+      IC_ASSIGN_OR_RETURN(const bool valid, valid_record_at(at + i, header, &scratch));
+      if (!valid) continue;
+      result.to = at + i;
+      result.found = true;
+      break;
+    }
+    if (result.found) break;
+    at += starts;
+  }
+  if (!result.found) result.to = file_size_;
+  result.one_record = length_was_readable && result.to == resume_offset_;
+  file_->seek(result.to);
+  offset_ = result.to;
+  return result;
+}
+
+Result<bool> TfRecordReader::skip_record() {
+  const uint64_t start = offset_;
+  char header[kHeaderBytes];
+  IC_ASSIGN_OR_RETURN(const size_t got, file_->read(header, kHeaderBytes));
+  if (got == 0) return false;
+  if (got < kHeaderBytes) return corrupt(start, "truncated header");
+  if (mask_crc32c(crc32c(header, 8)) != get_u32(header + 8)) {
+    return corrupt(start, "length CRC mismatch");
+  }
+  const uint64_t length = get_u64(header);
+  if (length > file_size_ || start + kHeaderBytes + length + kFooterBytes > file_size_) {
+    return corrupt(start, "truncated record");
+  }
+  offset_ = start + kHeaderBytes + length + kFooterBytes;
+  file_->seek(offset_);
+  return true;
+}
+
+Result<TfRecordCount> count_tfrecords(const std::string& path, int64_t stop_after) {
+  IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(path));
+  TfRecordCount count;
+  while (stop_after <= 0 || count.records < stop_after) {
+    const uint64_t start = reader.offset();
+    Result<bool> more = reader.skip_record();
+    if (more.ok()) {
+      if (!*more) break;
+      ++count.records;
+      count.counted_bytes += reader.offset() - start;
+      continue;
+    }
+    if (more.status().code() != StatusCode::data_loss) return more.status();
+    IC_ASSIGN_OR_RETURN(const TfRecordResync resynced, reader.resync());
+    ++count.damaged_regions;
+    count.uncounted_bytes += resynced.skipped_bytes();
+    if (!resynced.found) break;
+  }
+  return count;
 }
 
 Status TfRecordReader::seek(uint64_t offset) {

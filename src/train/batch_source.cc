@@ -1,11 +1,13 @@
 #include "train/batch_source.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <thread>
 
 #include "core/host_memory.h"
 #include "data/fake_input.h"
+#include "io/tfrecord.h"
 
 namespace ic {
 namespace {
@@ -77,6 +79,10 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const RunOptions& options
   in.num_shards = replicas;
   in.num_files_infeed = options.num_files_infeed;
   in.shuffle_buffer = options.followup_shuffle_buffer_size;
+  // Both read past damaged records: training counts them against --max_bad_input_fraction;
+  // evaluation names them all and then refuses the score unless told to skip them
+  // (check_eval_input_whole).
+  in.skip_corrupt_records = true;
   if (!training && options.eval_total_size > 0) {
     // The reference evaluates eval_steps = eval_total_size // eval_batch_size full batches,
     // shared by the replicas that read validation files (data/input_pipeline.h).
@@ -114,7 +120,88 @@ std::string input_summary(const BatchSource& source) {
   std::ostringstream out;
   out << "input: skipped " << stats.corrupt_records_skipped << " corrupt records and "
       << stats.undecodable_images_skipped << " undecodable images";
+  if (stats.damaged_places > 0) {
+    out << "; " << stats.damaged_places << " damaged places in the files, "
+        << stats.damaged_bytes_skipped << " bytes skipped";
+  }
+  for (const std::string& note : stats.damage_notes) out << "\n  " << note;
+  if (static_cast<size_t>(stats.damaged_places) > stats.damage_notes.size()) {
+    out << "\n  (" << stats.damaged_places - static_cast<int64_t>(stats.damage_notes.size())
+        << " more damaged places not listed)";
+  }
   for (const std::string& example : stats.undecodable_examples) out << "\n  " << example;
+  return out.str();
+}
+
+bool eval_input_damaged(const BatchSource& source) {
+  return input_stats(source).damaged_places > 0;
+}
+
+Status check_eval_input_whole(const RunOptions& options, const BatchSource& source,
+                              bool any_damaged) {
+  if (!any_damaged || options.eval_skip_corrupt) return Status();
+  const InputPipeline::Stats stats = input_stats(source);
+  if (stats.damaged_places == 0) {
+    return data_loss(
+        "another replica's validation files have damaged records; no score is "
+        "reported (--eval_skip_corrupt=true scores the rest)");
+  }
+  std::ostringstream out;
+  out << "the validation files have " << stats.damaged_places << " damaged places (about "
+      << stats.inputs - stats.records
+      << " records lost); no score is reported, since a score over the rest would read as one "
+         "over the whole set (--eval_skip_corrupt=true scores the rest):";
+  for (const std::string& note : stats.damage_notes) out << "\n  " << note;
+  return data_loss(out.str());
+}
+
+std::string eval_input_summary(const RunOptions& options, const BatchSource& source) {
+  const auto* pipeline = dynamic_cast<const InputPipeline*>(&source);
+  if (pipeline == nullptr) return "";
+  const InputPipeline::Stats stats = pipeline->stats();
+  // Records lost to framing or CRC damage are the inputs that never became records; the rest of
+  // corrupt_records_skipped did not parse as tf.Examples.
+  const int64_t lost = stats.inputs - stats.records;
+  const int64_t unparsable = stats.corrupt_records_skipped - lost;
+  const int64_t evaluated = stats.records - unparsable - stats.undecodable_images_skipped;
+  int64_t held = 0, in_damage = 0, regions = 0;
+  uint64_t uncounted_bytes = 0;
+  std::string count_failure;
+  for (const std::string& file : pipeline->files()) {
+    Result<TfRecordCount> count = count_tfrecords(file);
+    if (!count.ok()) {
+      count_failure = count.status().message();
+      break;
+    }
+    held += count->records;
+    regions += count->damaged_regions;
+    uncounted_bytes += count->uncounted_bytes;
+    // The records a damaged stretch held: its bytes over the file's mean record size, at least
+    // one per stretch.
+    if (count->damaged_regions == 0) continue;
+    const double mean = count->records > 0 ? static_cast<double>(count->counted_bytes) /
+                                                 static_cast<double>(count->records)
+                                           : 0.0;
+    const int64_t estimate =
+        mean > 0 ? std::llround(static_cast<double>(count->uncounted_bytes) / mean) : 0;
+    in_damage += std::max(count->damaged_regions, estimate);
+  }
+  std::ostringstream out;
+  out << "evaluation input: evaluated " << evaluated << " of the ";
+  if (count_failure.empty()) {
+    out << held + in_damage << " records the " << pipeline->files().size()
+        << " validation files hold";
+    if (regions > 0) {
+      out << " (about " << in_damage << " of them in " << regions << " damaged stretches, "
+          << uncounted_bytes << " bytes, whose framing could not be followed)";
+    }
+  } else {
+    out << "records of the " << pipeline->files().size()
+        << " validation files (they could not be counted: " << count_failure << ")";
+  }
+  if (options.eval_total_size > 0) out << "; --eval_total_size ends the pass early";
+  const std::string details = input_summary(source);
+  if (!details.empty()) out << "\n" << details;
   return out.str();
 }
 

@@ -44,9 +44,22 @@ std::optional<std::string> input_position_text(const BatchSource& source);
 // nullopt when the pass covers the whole validation split (its size is known only at its end).
 std::optional<int64_t> eval_batch_count(const RunOptions& options);
 
-// A line for the log after a pass ("skipped 2 undecodable images: ..."), empty when there is
-// nothing to say.
+// A line for the log after a pass ("skipped 2 undecodable images: ..."), with each damaged
+// record's file, byte offset and bytes skipped; empty when there is nothing to say.
 std::string input_summary(const BatchSource& source);
+
+// After an evaluation pass (which reads past damaged records, so that all of them are named):
+// whether this replica's pass lost records to damage, and, when any replica's did
+// (`any_damaged`) and --eval_skip_corrupt is false, the error that refuses the score, naming
+// each damaged place by file and byte offset.
+bool eval_input_damaged(const BatchSource& source);
+Status check_eval_input_whole(const RunOptions& options, const BatchSource& source,
+                              bool any_damaged);
+
+// After an evaluation pass over real data: "evaluated N of the M records the validation files
+// hold" (M counted by following the files' framing; damaged stretches whose records could not
+// be counted are named by their bytes), then input_summary's lines. Empty for fake data.
+std::string eval_input_summary(const RunOptions& options, const BatchSource& source);
 
 // The input pipeline's counts so far; all zero for fake data.
 InputPipeline::Stats input_stats(const BatchSource& source);

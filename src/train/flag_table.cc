@@ -141,6 +141,10 @@ std::vector<Flag> make_trainer_flags() {
       number("max_bad_input_fraction", &O::max_bad_input_fraction, from_to(0, 1),
              "Stop when more than this fraction of a training loop's records are corrupt or "
              "their images undecodable"),
+      boolean("eval_skip_corrupt", &O::eval_skip_corrupt,
+              "Evaluation skips damaged validation records and evaluates the rest, logging "
+              "how many records it evaluated of how many the files hold; false: a damaged "
+              "record fails the evaluation, naming the file and byte offset, with no score"),
       number("stop_timeout_secs", &O::stop_timeout_secs, at_least(0),
              "After SIGINT/SIGTERM, seconds to wait for the checkpoint at the next step "
              "boundary before exiting at once (a second signal exits at once)"),

@@ -142,6 +142,7 @@ class Session {
   std::unique_ptr<ModelState> state_;
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<Evaluator> evaluator_;
+  InputPipeline::Stats input_counted_;  // training input's counts at the last loop's end
   std::unique_ptr<BatchSource> train_source_;
   std::unique_ptr<EventWriter> train_events_, eval_events_;
   std::optional<ModelDirLock> lock_;  // train modes, leader only
@@ -362,7 +363,6 @@ Status Session::train_until(int64_t target) {
   while (state_->global_step < target && !stop_agreed()) {
     const int64_t steps = std::min<int64_t>(options_.iterations, target - state_->global_step);
     const Clock::time_point loop_start = Clock::now();
-    const InputPipeline::Stats input_before = input_stats(*train_source_);
     int64_t done = 0;
     for (; done < steps; ++done) {
       IC_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> batch, train_source_->next());
@@ -381,7 +381,9 @@ Status Session::train_until(int64_t target) {
     const double steps_per_sec = static_cast<double>(steps) / elapsed;
     const double examples_per_sec = steps_per_sec * options_.train_batch_size;
     // Counted where the reader and workers are, which runs a few batches ahead of the steps.
-    const BadInputCount bad = bad_inputs_between(input_before, input_stats(*train_source_));
+    const InputPipeline::Stats input_now = input_stats(*train_source_);
+    const BadInputCount bad = bad_inputs_between(input_counted_, input_now);
+    input_counted_ = input_now;
     log_ << "step = " << state_->global_step << ", loss = " << loss << " (" << fixed3(elapsed)
          << " sec)";
     if (bad.bad > 0) log_ << ", skipped " << bad.bad << " bad of " << bad.inputs << " inputs";
@@ -441,7 +443,7 @@ Result<std::string> Session::evaluate_and_report() {
     }
   }
   IC_RETURN_IF_ERROR(check_device("evaluation"));
-  const std::string source_note = input_summary(*source);
+  const std::string source_note = eval_input_summary(options_, *source);
   if (!source_note.empty()) log_ << source_note << std::endl;
   if (stop_agreed()) return std::string();
   const TopKCounts c = sum_over_replicas(evaluator_->counts(), reducer_.comm());
@@ -451,6 +453,8 @@ Result<std::string> Session::evaluate_and_report() {
                  " (every file empty, not a TFRecord file, or every image undecodable); a score "
                  "over zero images would be meaningless");
   }
+  const bool damaged = reducer_.any(eval_input_damaged(*source));  // every replica agrees
+  IC_RETURN_IF_ERROR(check_eval_input_whole(options_, *source, damaged));
   if (!leader_) return std::string();
   const int64_t step = state_->global_step;
   const std::string results =

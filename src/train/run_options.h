@@ -96,6 +96,10 @@ struct RunOptions {
   // A training loop (--iterations steps) whose inputs were more than this fraction corrupt
   // records or undecodable images stops the run with an error.
   double max_bad_input_fraction = 0.01;
+  // An evaluation pass that met damaged validation records (a bad CRC, a cut or unreadable
+  // record) fails, naming each, so that no score is reported over part of the set as if it were
+  // all of it; true scores the rest (the log says how many records of how many).
+  bool eval_skip_corrupt = false;
   // After SIGINT/SIGTERM, seconds to wait for a step boundary (where the checkpoint is
   // written) before exiting at once; a second signal exits at once anyway.
   int32_t stop_timeout_secs = 60;

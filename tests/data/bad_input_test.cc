@@ -368,14 +368,36 @@ TEST(ShuffleBufferMemory, ABufferBeyondTheMemoryLimitIsRefusedWithFigures) {
   write_shard(dir.sub("train-00000-of-00001"), {example_record(1), example_record(2)});
   InputOptions options = options_for(dir.path(), true);
   options.shuffle_buffer = 2000000000;
-  options.memory_limit_bytes = uint64_t{16} << 30;
+  // Less memory than even the two records the buffer can hold.
+  options.memory_limit_bytes = 64;
   auto pipeline = InputPipeline::create(options);
   ASSERT_FALSE(pipeline.ok());
-  EXPECT_NE(pipeline.status().message().find("shuffle buffer of 2000000000 records"),
+  EXPECT_NE(pipeline.status().message().find("shuffle buffer of 2000000000 records (bounded by "
+                                             "the 2 records the input files hold) needs about"),
             std::string::npos)
       << pipeline.status().message();
+  options.memory_limit_bytes = uint64_t{16} << 30;
   options.shuffle_buffer = 1000;
   EXPECT_TRUE(InputPipeline::create(options).ok());
+}
+
+// A buffer larger than the data set is bounded by its records, not refused for the memory the
+// flag's size would need.
+TEST(ShuffleBufferMemory, ABufferLargerThanTheDataIsBoundedByItsRecords) {
+  TempTree dir;
+  write_shard(dir.sub("train-00000-of-00001"), {example_record(1), example_record(2)});
+  InputOptions options = options_for(dir.path(), true);
+  options.shuffle_buffer = 2000000000;
+  options.memory_limit_bytes = uint64_t{16} << 30;
+  auto pipeline = InputPipeline::create(options);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
+  for (int i = 0; i < 3; ++i) {
+    auto batch = (*pipeline)->next();
+    ASSERT_TRUE(batch.ok()) << batch.status().message();
+    ASSERT_TRUE(*batch);
+  }
+  // The position lists the buffered records: never more than the two the file holds.
+  EXPECT_LE((*pipeline)->position().stream.buffer.size(), 2u);
 }
 
 }  // namespace
