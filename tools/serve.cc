@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdint>
 #include <iostream>
 #include <map>
@@ -54,6 +55,10 @@ struct ServeFlags {
   int64_t max_body_bytes = 64 << 20;
   int64_t max_image_pixels = ic::kDefaultMaxImagePixels;
   int64_t request_timeout_ms = 30000;
+  int64_t header_timeout_ms = 10000;
+  int64_t max_connections = 8192;
+  int64_t max_connections_per_client = 2048;
+  int64_t max_inflight_bytes = int64_t{1} << 30;
   int64_t poll_interval_ms = 1000;
   std::string labels_file;
   ic::ServePrecision precision = ic::ServePrecision::automatic;
@@ -83,7 +88,8 @@ const ic::FlagTable<ServeFlags>& serve_flags() {
              "CPU compute threads for the model; 0 = all cores (more than the cores: capped, "
              "with a notice)"),
       number("http_threads", &O::http_threads, at_least(1),
-             "Connections served at once; these threads also decode and preprocess images"),
+             "REST requests handled at once (a connection still sending or reading holds no "
+             "thread); these threads also decode and preprocess images"),
       number("max_batch_size", &O::max_batch_size, from_to(1, 4096),
              "Instances run together at most (graphs 1, 2, 4, ... this)"),
       number("batch_timeout_micros", &O::batch_timeout_micros, at_least(0),
@@ -94,7 +100,18 @@ const ic::FlagTable<ServeFlags>& serve_flags() {
       number("max_image_pixels", &O::max_image_pixels, at_least(1),
              "Images whose header claims more pixels answer 413, before any decoding"),
       number("request_timeout_ms", &O::request_timeout_ms, at_least(1),
-             "A request not answered in this time answers 503"),
+             "A request not answered in this time answers 503; also how long a REST body may "
+             "take to arrive and an answer to be read"),
+      number("header_timeout_ms", &O::header_timeout_ms, at_least(1),
+             "A REST request's head (request line and headers) must arrive within this, else "
+             "408 and the connection is closed"),
+      number("max_connections", &O::max_connections, at_least(1),
+             "Open REST connections at most; more are answered 503 and closed"),
+      number("max_connections_per_client", &O::max_connections_per_client, at_least(1),
+             "Open REST connections from one client address at most; more are answered 503"),
+      number("max_inflight_bytes", &O::max_inflight_bytes, at_least(1),
+             "REST request bodies being received or answered, all together, at most; a request "
+             "beyond it answers 503 before its body is read"),
       number("poll_interval_ms", &O::poll_interval_ms, at_least(0),
              "How often model_dir is checked for a newer checkpoint; 0 = never reload"),
       text("labels_file", &O::labels_file,
@@ -144,6 +161,10 @@ int serve_main(int argc, char** argv) {
   options.max_body_bytes = static_cast<size_t>(flags.max_body_bytes);
   options.max_image_pixels = flags.max_image_pixels;
   options.request_timeout = std::chrono::milliseconds(flags.request_timeout_ms);
+  options.header_timeout = std::chrono::milliseconds(flags.header_timeout_ms);
+  options.max_connections = static_cast<size_t>(flags.max_connections);
+  options.max_connections_per_client = static_cast<size_t>(flags.max_connections_per_client);
+  options.max_inflight_bytes = static_cast<size_t>(flags.max_inflight_bytes);
   options.poll_interval = std::chrono::milliseconds(flags.poll_interval_ms);
   options.precision = flags.precision;
   if (!flags.labels_file.empty()) {
@@ -157,6 +178,8 @@ int serve_main(int argc, char** argv) {
   options.log = [](const std::string& line) { std::cerr << "serve: " << line << std::endl; };
 
   install_stop_signal_handlers("serve", /*timeout_secs=*/60);
+  // A closed terminal or a supervisor's SIGHUP must not end a server without its drain.
+  signal(SIGHUP, SIG_IGN);
   Result<std::unique_ptr<Server>> server = Server::create(options);
   if (!server.ok()) {
     std::cerr << "serve: " << server.status().message() << std::endl;

@@ -229,8 +229,9 @@ bool RequestParser::apply_framing() {
   if (has_te && has_length) return fail(400, "both Content-Length and Transfer-Encoding");
   if (has_te && request_.minor_version == 0) return fail(400, "Transfer-Encoding in HTTP/1.0");
   if (has_length && length > limits_.max_body_bytes) {
-    return fail(413, "a body of " + std::to_string(length) + " bytes (the limit is " +
-                         std::to_string(limits_.max_body_bytes) + ")");
+    return fail(413, "the request body of " + std::to_string(length) +
+                         " bytes is larger than the server's limit of " +
+                         std::to_string(limits_.max_body_bytes) + " bytes");
   }
   const std::string& m = request_.method;
   if (!has_length && !chunked && (m == "POST" || m == "PUT" || m == "PATCH")) {
@@ -274,7 +275,8 @@ bool RequestParser::parse_chunk_size(std::string_view line) {
     return true;
   }
   if (request_.body.size() + size > limits_.max_body_bytes) {
-    return fail(413, "a chunked body over " + std::to_string(limits_.max_body_bytes) + " bytes");
+    return fail(413, "the chunked request body is larger than the server's limit of " +
+                         std::to_string(limits_.max_body_bytes) + " bytes");
   }
   remaining_ = size;
   body_ = Body::chunk_data;

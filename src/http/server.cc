@@ -48,8 +48,8 @@ struct Connection {
   bool peer_closed = false;  // the client half-closed (or closed)
   bool close_after_write = false;
   bool refused = false;  // answered an error before reading the whole request
-  bool closed = false;  // closed in this loop turn; erased at its end, so references stay valid
-  size_t reserved = 0;  // body bytes counted against max_inflight_body_bytes
+  bool closed = false;   // closed in this loop turn; erased at its end, so references stay valid
+  size_t reserved = 0;   // body bytes counted against max_inflight_body_bytes
 
   explicit Connection(ParserLimits limits) : parser(limits) {}
 };

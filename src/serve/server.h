@@ -1,4 +1,5 @@
-// The prediction server: TensorFlow Serving's REST API over HTTP (cpp-httplib) and its gRPC API
+// The prediction server: TensorFlow Serving's REST API over HTTP (serve/rest_frontend.h on
+// http/server.h) and its gRPC API
 // (serve/grpc_frontend.h), both on one ServingCore (serve/serving_core.h: dynamic batching, the
 // newest checkpoint of a model_dir reloaded as new ones appear), /healthz, /metrics and a small
 // web page at /. The REST routes:
@@ -40,8 +41,15 @@ struct ServerOptions {
   int64_t max_queue = 1024;              // instances waiting for the model
   size_t max_body_bytes = 64 << 20;      // larger bodies get 413
   int64_t max_image_pixels = 100000000;  // larger images get 413, refused before decoding
-  std::chrono::milliseconds request_timeout{30000};
-  int http_threads = 32;  // connections served at once; they also decode and preprocess
+  std::chrono::milliseconds request_timeout{30000};  // also the REST body and write deadlines
+  // REST connections (http/server.h): a request's head must arrive within header_timeout;
+  // beyond the connection limits a connection gets 503; request bodies being received or
+  // answered, all connections together, stay under max_inflight_bytes (503 beyond it).
+  std::chrono::milliseconds header_timeout{10000};
+  size_t max_connections = 8192;
+  size_t max_connections_per_client = 2048;
+  size_t max_inflight_bytes = size_t{1} << 30;
+  int http_threads = 32;  // REST requests handled at once; they also decode and preprocess
   std::chrono::milliseconds poll_interval{1000};  // model_dir checks for a newer checkpoint
   std::map<int64_t, std::string> label_names;     // for :classify and the web page
   std::function<void(const std::string&)> log;    // start-up, load and reload lines
