@@ -124,6 +124,16 @@ Status parse_predict_body(std::string_view text, bool classify, PredictRequest* 
   if (!body.is_object()) {
     return bad_request("the body must be a JSON object with \"instances\" or \"inputs\"");
   }
+  // TF Serving answers a signature the model does not have with 400; so do we (the names are
+  // those GetModelMetadata lists over gRPC).
+  if (auto signature = body.find("signature_name"); signature != body.end()) {
+    const std::string name = signature->is_string() ? signature->get<std::string>() : "";
+    if (!signature->is_string() ||
+        (!name.empty() && name != "serving_default" && name != "classify")) {
+      return bad_request("unknown signature_name ", signature->dump(),
+                         " (this model has \"serving_default\" and \"classify\")");
+    }
+  }
   const json* list = nullptr;
   for (const char* key : {"instances", "examples"}) {
     if (!classify && std::string_view(key) == "examples") continue;

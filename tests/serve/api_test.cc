@@ -197,6 +197,18 @@ TEST_F(ServeApi, ErrorsAreJsonWithTheirStatusCodes) {
       {"unknown version", "/v1/models/inception_v3/versions/7:predict",
        json{{"instances", {b64_instance(test_image(1))}}}.dump(), 404, "version 7"},
       {"unknown path", "/v2/whatever", "{}", 404, "no such path"},
+      {"unknown signature", predict,
+       json{{"signature_name", "nope"}, {"instances", {b64_instance(test_image(1))}}}.dump(), 400,
+       "unknown signature_name \"nope\""},
+      {"more instances than the queue holds", predict,
+       "{\"instances\": [" +
+           [] {
+             std::string many = "[0]";
+             for (int i = 0; i < 5000; ++i) many += ",[0]";
+             return many;
+           }() +
+           "]}",
+       503, "do not fit the queue"},
       {"body too large", predict, std::string(2 << 20, ' '), 413, "larger than"},
   };
   for (const Case& c : cases) {

@@ -161,6 +161,7 @@ class ServeProcess {
     }
     return 0;
   }
+  void send_signal(int signal) { kill(pid_, signal); }
   int terminate_and_wait() {
     kill(pid_, SIGTERM);
     int status = 0;
