@@ -30,5 +30,6 @@ cmake --build build-asan -j "$jobs"
    ctest --output-on-failure -j "$jobs" --timeout 1800)
 
 # libFuzzer harnesses (clang, ASan + UBSan): every committed regression input, then 10 s per
-# harness (15 harnesses; with the build from scratch about 5 minutes on a shared 2-core VM).
+# harness (one per parser of outside bytes; with the build from scratch about 5 minutes on a
+# shared 2-core VM).
 bash fuzz/run.sh 10
