@@ -72,10 +72,14 @@ void RecordStream::note_damage(const std::string& what, const TfRecordResync& re
   damage_notes_.push_back(std::move(note));
 }
 
+size_t RecordStream::open_files_at_most() const {
+  return std::min(static_cast<size_t>(options_.cycle_length), files_.size());
+}
+
 Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offset, size_t* file) {
   while (true) {
-    // Keep cycle_length files open while there are files left.
-    while (static_cast<int>(slots_.size()) < options_.cycle_length) {
+    // Keep cycle_length files open while there are files left (never more than there are).
+    while (slots_.size() < open_files_at_most()) {
       std::optional<size_t> next = next_file();
       if (!next) break;
       IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[*next]));
@@ -101,6 +105,9 @@ Result<bool> RecordStream::next_interleaved(std::string* record, uint64_t* offse
       // End of this file: the next file takes its place in the cycle (opened above).
       IC_RETURN_IF_ERROR(note_file_done(slot));
       slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(slot_pos_));
+      // A position restored from a stream that held more openings than files shrinks to the
+      // bound here, one file end at a time.
+      if (slots_.size() >= open_files_at_most()) continue;
       if (std::optional<size_t> next = next_file()) {
         IC_ASSIGN_OR_RETURN(TfRecordReader reader, TfRecordReader::open(files_[*next]));
         slots_.insert(slots_.begin() + static_cast<std::ptrdiff_t>(slot_pos_),

@@ -19,8 +19,12 @@ namespace ic {
 
 struct RecordStreamOptions {
   bool repeat_and_shuffle_files = false;  // training: new file order each epoch, forever
-  int cycle_length = 8;                   // files open at once, one record from each in turn
-  int shuffle_buffer = 0;                 // records; 0 or 1 = keep the interleaved order
+  // Files open at once, one record from each in turn; never more than there are files. The
+  // reference's repeat-then-interleave opens copies of a file side by side when there are fewer
+  // files than this, so each record comes out cycle_length times in a row, and a shuffle buffer
+  // bounded by the records the files hold would mix only a short stretch of them at a time.
+  int cycle_length = 8;
+  int shuffle_buffer = 0;  // records; 0 or 1 = keep the interleaved order
   bool skip_corrupt_records = true;
   uint64_t seed = 0;
 };
@@ -73,6 +77,8 @@ class RecordStream {
   std::optional<size_t> next_file();
   // The file order of an epoch (0-based): a permutation drawn from the seed.
   void draw_order(int64_t epoch);
+  // How many files the cycle holds open: cycle_length, or the number of files when fewer.
+  size_t open_files_at_most() const;
   // The next record of the open files in turn, with its byte offset and file index.
   Result<bool> next_interleaved(std::string* record, uint64_t* offset, size_t* file);
   // A file was read to its end: records it when it gave no good record; the error once every

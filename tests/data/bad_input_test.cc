@@ -310,6 +310,39 @@ TEST(HugeImages, TrainingCountsThemAsUndecodableAndGoesOn) {
       << stats.undecodable_examples.front();
 }
 
+// A single training file read with the default interleave (more files open at once than there
+// are) and its undecodable images last: every pass reaches them, with the bounded shuffle buffer
+// or none, so they are counted as they would be anywhere else in the file.
+TEST(HugeImages, TrainingCountsThemWhenTheyAreTheLastRecordsOfTheOnlyFile) {
+  TempTree dir;
+  std::vector<std::string> records;
+  for (int label = 1; label <= 14; ++label) records.push_back(example_record(label % 11));
+  records.push_back(example_record(1, png_claiming(60000, 60000)));
+  records.push_back(example_record(2, jpeg_claiming(60000, 60000)));
+  write_shard(dir.sub("train-00000-of-00001"), records);
+  for (const int shuffle_buffer : {0, 1000}) {
+    InputOptions options = options_for(dir.path(), true);
+    options.batch_size = 4;
+    options.shuffle_buffer = shuffle_buffer;
+    ASSERT_GT(options.num_files_infeed, 1);
+    auto pipeline = InputPipeline::create(options);
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
+    // Twenty batches are five passes over the sixteen records.
+    for (int i = 0; i < 20; ++i) {
+      auto batch = (*pipeline)->next();
+      ASSERT_TRUE(batch.ok()) << batch.status().message();
+    }
+    const InputPipeline::Stats stats = (*pipeline)->stats();
+    EXPECT_GE(stats.undecodable_images_skipped, 6) << "shuffle buffer " << shuffle_buffer;
+    bool named_png = false, named_jpeg = false;
+    for (const std::string& example : stats.undecodable_examples) {
+      named_png = named_png || example.find("img_label_1.JPEG") != std::string::npos;
+      named_jpeg = named_jpeg || example.find("img_label_2.JPEG") != std::string::npos;
+    }
+    EXPECT_TRUE(named_png && named_jpeg) << "shuffle buffer " << shuffle_buffer;
+  }
+}
+
 TEST(HugeImages, TheConverterRefusesThem) {
   for (const std::string& bytes : {jpeg_claiming(60000, 60000), png_claiming(60000, 60000)}) {
     auto prepared = prepare_image(bytes);
