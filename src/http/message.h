@@ -1,6 +1,7 @@
 // An HTTP/1.1 request as the parser hands it on, and the answer a handler gives back.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -18,6 +19,9 @@ struct Request {
   std::string body;  // de-chunked
   bool keep_alive = true;
   std::string peer;  // the client's address ("127.0.0.1")
+  // When the request's first byte was read: the time to its handler is reading and waiting
+  // for a worker.
+  std::chrono::steady_clock::time_point first_byte;
 
   // The path without its query ("/v1/models/m:predict").
   std::string_view path() const;

@@ -50,6 +50,7 @@ struct Connection {
   bool refused = false;  // answered an error before reading the whole request
   bool closed = false;   // closed in this loop turn; erased at its end, so references stay valid
   size_t reserved = 0;   // body bytes counted against max_inflight_body_bytes
+  Clock::time_point first_byte;  // of the request being read
 
   explicit Connection(ParserLimits limits) : parser(limits) {}
 };
@@ -229,7 +230,9 @@ struct Server::Loop {
   // Feeds the pending bytes to the parser while the connection is reading.
   void process(Connection& c) {
     while (!c.closed && c.phase == Phase::reading && !c.pending.empty()) {
+      const bool was_started = c.parser.started();
       const size_t used = c.parser.feed(c.pending);
+      if (!was_started && c.parser.started()) c.first_byte = Clock::now();
       c.pending.erase(0, used);
       if (!after_feed(c)) return;
     }
@@ -274,6 +277,7 @@ struct Server::Loop {
     watch(c, 0);  // read nothing more until this request is answered
     auto request = std::make_shared<Request>(std::move(c.parser.request()));
     request->peer = c.peer;
+    request->first_byte = c.first_byte;
     ++handling;
     workers->submit([this, id = c.id, request] {
       Response response;

@@ -126,9 +126,15 @@ void Batcher::loop() {
       std::lock_guard job_lock(job.mutex_);
       std::memcpy(job.logits_.data() + batch[i].index * classes, logits.data() + i * classes,
                   classes * sizeof(float));
+      // A job's model time: each batch that ran some of its instances, counted once.
+      if (job.last_batch_ != batches_run_) {
+        job.last_batch_ = batches_run_;
+        job.model_time_ += took;
+      }
       if (--job.remaining_ == 0) job.done_.notify_all();
     }
     batch.clear();
+    ++batches_run_;
   }
 }
 

@@ -34,6 +34,9 @@ class BatchJob {
   // Waits until every instance has run, or `deadline`; false on timeout (the job is then
   // cancelled: its instances still queued are dropped).
   bool wait_until(std::chrono::steady_clock::time_point deadline);
+  // How long the model ran the batches that held this job's instances (valid once done): the
+  // rest of the wait was the queue.
+  std::chrono::steady_clock::duration model_time() const { return model_time_; }
 
  private:
   friend class Batcher;
@@ -45,6 +48,8 @@ class BatchJob {
   std::condition_variable done_;
   int64_t remaining_;
   bool cancelled_ = false;
+  std::chrono::steady_clock::duration model_time_{};  // written by the batcher thread
+  int64_t last_batch_ = -1;                           // the last batch that ran an instance
 };
 
 struct BatcherOptions {
@@ -89,6 +94,7 @@ class Batcher {
   std::chrono::steady_clock::time_point oldest_queued_at_;
   bool stopping_ = false;
   bool no_wait_ = false;
+  int64_t batches_run_ = 0;  // the batcher thread's own count
   std::thread thread_;
 };
 

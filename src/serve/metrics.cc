@@ -65,6 +65,17 @@ void ServerMetrics::record_batch(int64_t size, double seconds) {
   images_ += static_cast<uint64_t>(size);
 }
 
+void ServerMetrics::record_stages(const Stages& stages) {
+  std::lock_guard lock(mutex_);
+  stage_sums_.receive += stages.receive;
+  stage_sums_.parse += stages.parse;
+  stage_sums_.preprocess += stages.preprocess;
+  stage_sums_.queue += stages.queue;
+  stage_sums_.model += stages.model;
+  stage_sums_.respond += stages.respond;
+  ++stage_count_;
+}
+
 void ServerMetrics::record_load(bool ok, int64_t version) {
   std::lock_guard lock(mutex_);
   if (ok) {
@@ -89,6 +100,18 @@ std::string ServerMetrics::prometheus_text() const {
   for (const auto& [key, count] : requests_) {
     out += "serve_requests_total{endpoint=\"" + key.first + "\",code=\"" +
            std::to_string(key.second) + "\"} " + std::to_string(count) + "\n";
+  }
+  out += "# HELP serve_stage_seconds Where REST predict and classify time went, by stage.\n";
+  out += "# TYPE serve_stage_seconds summary\n";
+  const std::pair<const char*, double> stages[] = {
+      {"receive", stage_sums_.receive},       {"parse", stage_sums_.parse},
+      {"preprocess", stage_sums_.preprocess}, {"queue", stage_sums_.queue},
+      {"model", stage_sums_.model},           {"respond", stage_sums_.respond}};
+  for (const auto& [stage, sum] : stages) {
+    out += "serve_stage_seconds_sum{stage=\"" + std::string(stage) + "\"} " + std::to_string(sum) +
+           "\n";
+    out += "serve_stage_seconds_count{stage=\"" + std::string(stage) + "\"} " +
+           std::to_string(stage_count_) + "\n";
   }
   out += "# HELP serve_request_duration_seconds Time from a request's arrival to its answer.\n";
   out += "# TYPE serve_request_duration_seconds histogram\n";

@@ -31,6 +31,16 @@ class ServerMetrics {
   explicit ServerMetrics(int64_t max_batch_size);
   void record_request(const std::string& endpoint, int code, double seconds);
   void record_batch(int64_t size, double seconds);
+  // Where one REST predict's time went, in seconds (serve_stage_seconds{stage=...}).
+  struct Stages {
+    double receive = 0;     // first byte to handler: reading the request, waiting for a thread
+    double parse = 0;       // JSON
+    double preprocess = 0;  // base64, decode, resize
+    double queue = 0;       // waiting for a batch
+    double model = 0;       // the batches that ran its instances
+    double respond = 0;     // the answer's JSON
+  };
+  void record_stages(const Stages& stages);
   void record_load(bool ok, int64_t version);
   // The model now answering and its precision ("float32"): serve_model_precision's one series.
   void record_precision(const std::string& model, const std::string& precision);
@@ -42,6 +52,8 @@ class ServerMetrics {
   Histogram latency_;
   Histogram batch_size_;
   Histogram batch_seconds_;
+  Stages stage_sums_;
+  uint64_t stage_count_ = 0;
   uint64_t images_ = 0;
   uint64_t loads_ok_ = 0, loads_failed_ = 0;
   int64_t version_ = -1;

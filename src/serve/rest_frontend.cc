@@ -75,7 +75,7 @@ class Routes {
         return error_answer(invalid_argument(
             "this model is a classifier: use :predict or :classify, not :regress"));
       }
-      return predict(request.body, *model, *endpoint == "classify", arrived);
+      return predict(request, *model, *endpoint == "classify", arrived);
     }
     struct Page {
       const char* path;
@@ -131,11 +131,13 @@ class Routes {
     return json_answer(200, body.dump());
   }
 
-  http::Response predict(const std::string& text, const std::shared_ptr<ServedModel>& model,
-                         bool classify, Clock::time_point arrived) {
+  http::Response predict(const http::Request& http_request,
+                         const std::shared_ptr<ServedModel>& model, bool classify,
+                         Clock::time_point arrived) {
     PredictRequest request;
-    Status status = parse_predict_body(text, classify, &request);
+    Status status = parse_predict_body(http_request.body, classify, &request);
     if (!status.ok()) return error_answer(status);
+    const Clock::time_point parsed = Clock::now();
     const int64_t count = static_cast<int64_t>(request.instances.size());
     // Admission before any image buffer exists: a request the queue cannot take is refused
     // while it costs only its parsed body.
@@ -152,14 +154,26 @@ class Routes {
                              job->image(i));
       if (!status.ok()) return error_answer(status);
     }
+    const Clock::time_point preprocessed = Clock::now();
     status = core_.run(job, arrived);
     if (!status.ok()) return error_answer(status);
+    const Clock::time_point ran = Clock::now();
     const float* logits = job->logits(0);
     const json body = classify
                           ? classify_response(logits, count, model->num_classes(), request.top_k,
                                               options_.label_names)
                           : predict_response(logits, count, model->num_classes(), request.columnar);
-    return json_answer(200, body.dump());
+    http::Response answer = json_answer(200, body.dump());
+    const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    ServerMetrics::Stages stages;
+    stages.receive = seconds(arrived - http_request.first_byte);
+    stages.parse = seconds(parsed - arrived);
+    stages.preprocess = seconds(preprocessed - parsed);
+    stages.model = seconds(job->model_time());
+    stages.queue = std::max(0.0, seconds(ran - preprocessed) - stages.model);
+    stages.respond = seconds(Clock::now() - ran);
+    core_.metrics().record_stages(stages);
+    return answer;
   }
 
   http::Response healthz() {

@@ -70,7 +70,8 @@ TEST_F(ServeApi, StatusMetadataHealthMetricsAndPage) {
   for (const char* line :
        {"serve_requests_total{endpoint=\"predict\",code=\"200\"} 1", "serve_model_version 2",
         "serve_images_total 1", "serve_batch_size_count 1", "serve_request_duration_seconds_count",
-        "serve_model_loads_total{result=\"ok\"} 1"}) {
+        "serve_model_loads_total{result=\"ok\"} 1", "serve_stage_seconds_count{stage=\"model\"} 1",
+        "serve_stage_seconds_sum{stage=\"preprocess\"} 0."}) {
     EXPECT_NE(metrics.body.find(line), std::string::npos) << line << "\n" << metrics.body;
   }
   const HttpAnswer page = http_get(server_->port(), "/");
