@@ -1,9 +1,13 @@
 #include "serve/batcher.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstring>
 
 namespace ic {
+
+constexpr auto kIdleBeforeTrim = std::chrono::seconds(1);
 
 BatchJob::BatchJob(std::shared_ptr<ServedModel> model, int64_t count)
     : model_(std::move(model)),
@@ -89,7 +93,17 @@ void Batcher::loop() {
   for (;;) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      const auto has_work = [&] { return !queue_.empty() || stopping_; };
+      if (trim_pending_ && !wake_.wait_for(lock, kIdleBeforeTrim, has_work)) {
+        // Idle since the last batch: give the freed request buffers back to the system, so
+        // that a burst of large requests does not stay in the resident size for good (glibc
+        // keeps freed memory in its per-thread arenas otherwise).
+        trim_pending_ = false;
+        lock.unlock();
+        malloc_trim(0);
+        lock.lock();
+      }
+      wake_.wait(lock, has_work);
       if (queue_.empty()) return;  // stopping, and nothing left
       // Wait for a full batch, at most batch_timeout after the oldest instance was queued;
       // when stopping, run what there is.
@@ -135,6 +149,7 @@ void Batcher::loop() {
     }
     batch.clear();
     ++batches_run_;
+    trim_pending_ = true;
   }
 }
 

@@ -94,7 +94,8 @@ class Batcher {
   std::chrono::steady_clock::time_point oldest_queued_at_;
   bool stopping_ = false;
   bool no_wait_ = false;
-  int64_t batches_run_ = 0;  // the batcher thread's own count
+  int64_t batches_run_ = 0;    // the batcher thread's own count
+  bool trim_pending_ = false;  // a batch ran since memory was last given back
   std::thread thread_;
 };
 

@@ -162,6 +162,7 @@ class ServeProcess {
     return 0;
   }
   void send_signal(int signal) { kill(pid_, signal); }
+  pid_t pid() const { return pid_; }
   int terminate_and_wait() {
     kill(pid_, SIGTERM);
     int status = 0;
