@@ -31,21 +31,31 @@ Batcher::Batcher(const BatcherOptions& options,
 
 Batcher::~Batcher() { stop(); }
 
+Status Batcher::room_for(int64_t count) const {
+  const int64_t queued = static_cast<int64_t>(queue_.size());
+  // Both refusals are the queue's, unavailable as TensorFlow's batch scheduler says for a
+  // full queue: the server answers them alike (503).
+  if (count > options_.max_queue) {
+    return unavailable("a request of ", count, " instances can never fit the queue (",
+                       "--max_queue=", options_.max_queue, "); send fewer per request");
+  }
+  if (queued + count > options_.max_queue) {
+    return unavailable("the queue is full (", queued,
+                       " instances waiting, --max_queue=", options_.max_queue, "); retry later");
+  }
+  return Status();
+}
+
+Status Batcher::admit(int64_t count) const {
+  std::lock_guard lock(mutex_);
+  return room_for(count);
+}
+
 Status Batcher::submit(const std::shared_ptr<BatchJob>& job) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return cancelled("the server is shutting down");
-    const int64_t queued = static_cast<int64_t>(queue_.size());
-    // Both refusals are the queue's, unavailable as TensorFlow's batch scheduler says for a
-    // full queue: the server answers them alike (503).
-    if (job->count() > options_.max_queue) {
-      return unavailable("a request of ", job->count(), " instances can never fit the queue (",
-                         "--max_queue=", options_.max_queue, "); send fewer per request");
-    }
-    if (queued + job->count() > options_.max_queue) {
-      return unavailable("the queue is full (", queued,
-                         " instances waiting, --max_queue=", options_.max_queue, "); retry later");
-    }
+    IC_RETURN_IF_ERROR(room_for(job->count()));
     if (queue_.empty()) oldest_queued_at_ = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < job->count(); ++i) queue_.push_back({job, i});
   }

@@ -70,6 +70,9 @@ class Batcher {
   // Queues every instance of `job`, or none: an error when they do not fit in the queue or the
   // batcher is stopping.
   Status submit(const std::shared_ptr<BatchJob>& job);
+  // Whether `count` instances would fit now (submit() checks again): lets a front end refuse
+  // a request before it allocates the request's image buffers.
+  Status admit(int64_t count) const;
   // From now on a batch runs as soon as the model is free, without waiting to fill (the
   // server is shutting down: requests in flight are answered without delay). Submits still work.
   void stop_waiting();
@@ -83,6 +86,8 @@ class Batcher {
     int64_t index;
   };
   void loop();
+  // Whether `count` more instances fit in the queue; the caller holds mutex_.
+  Status room_for(int64_t count) const;
   // Removes cancelled items from the front; the caller holds mutex_.
   void drop_cancelled_front();
 

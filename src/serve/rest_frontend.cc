@@ -141,12 +141,8 @@ class Routes {
     const int64_t count = static_cast<int64_t>(request.instances.size());
     // Admission before any image buffer exists: a request the queue cannot take is refused
     // while it costs only its parsed body.
-    const int64_t room = core_.options().max_queue - core_.queued();
-    if (count > room) {
-      return error_answer(unavailable(count, " instances do not fit the queue now (",
-                                      core_.queued(), " of --max_queue=", core_.options().max_queue,
-                                      " are taken): try again, or send fewer at once"));
-    }
+    status = core_.admit(count);
+    if (!status.ok()) return error_answer(status);
     auto job = std::make_shared<BatchJob>(model, count);
     const InstanceOptions instance_options = core_.instance_options(*model);
     for (int64_t i = 0; i < count; ++i) {

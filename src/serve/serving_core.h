@@ -54,6 +54,9 @@ class ServingCore {
   Status run(const std::shared_ptr<BatchJob>& job, Clock::time_point arrived,
              std::optional<Clock::time_point> deadline = std::nullopt) const;
 
+  // Whether the queue has room for `count` instances now (run() checks again).
+  Status admit(int64_t count) const { return batcher_->admit(count); }
+
   // Shutting down: batches run without waiting to fill.
   void stop_waiting() { batcher_->stop_waiting(); }
 

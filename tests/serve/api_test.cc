@@ -209,7 +209,7 @@ TEST_F(ServeApi, ErrorsAreJsonWithTheirStatusCodes) {
              return many;
            }() +
            "]}",
-       503, "do not fit the queue"},
+       503, "can never fit the queue"},
       {"body too large", predict, std::string(2 << 20, ' '), 413, "larger than"},
   };
   for (const Case& c : cases) {

@@ -23,6 +23,23 @@ double rss_mib(pid_t pid) {
   return -1;
 }
 
+// `count` preprocessed 75x75x3 instances as float text: about 100 KB of JSON each.
+std::string float_instances_body(int count) {
+  std::ostringstream body;
+  body << "{\"instances\": [";
+  for (int i = 0; i < count; ++i) {
+    body << (i ? ",[" : "[");
+    for (int y = 0; y < 75; ++y) {
+      body << (y ? ",[" : "[");
+      for (int x = 0; x < 75; ++x) body << (x ? "," : "") << "[0.125,-0.25,0.5]";
+      body << "]";
+    }
+    body << "]";
+  }
+  body << "]}";
+  return body.str();
+}
+
 TEST(ServeMemory, AnIdleServerGivesBackWhatABurstOfLargeRequestsTook) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer's allocator holds freed memory in its quarantine";
@@ -38,20 +55,7 @@ TEST(ServeMemory, AnIdleServerGivesBackWhatABurstOfLargeRequestsTook) {
   const double before = rss_mib(serve.pid());
   ASSERT_GT(before, 0);
 
-  // 80 preprocessed 75x75x3 instances of float text: about 8 MB of JSON per request.
-  std::ostringstream body;
-  body << "{\"instances\": [";
-  for (int i = 0; i < 80; ++i) {
-    body << (i ? ",[" : "[");
-    for (int y = 0; y < 75; ++y) {
-      body << (y ? ",[" : "[");
-      for (int x = 0; x < 75; ++x) body << (x ? "," : "") << "[0.125,-0.25,0.5]";
-      body << "]";
-    }
-    body << "]";
-  }
-  body << "]}";
-  const std::string text = body.str();
+  const std::string text = float_instances_body(80);  // about 8 MB
   double peak = before;
   std::vector<std::thread> clients;
   std::vector<int> statuses(12, -1);
@@ -71,6 +75,51 @@ TEST(ServeMemory, AnIdleServerGivesBackWhatABurstOfLargeRequestsTook) {
             << " MiB idle after\n";
   EXPECT_GT(peak, before + 150) << "the burst was too small to tell";
   EXPECT_LT(after, before + 100);
+}
+
+}  // namespace
+}  // namespace ic
+
+namespace ic {
+namespace {
+
+using namespace testing;
+
+// A flood of the largest bodies the limits allow, from more clients than there are threads,
+// to the real program under an address-space limit 1.5 GB above its start-up size: every
+// answer is 200, 413 or 503, none fails for memory, and the server is still there after.
+TEST(ServeMemory, AFloodOfTheLargestRequestsIsRefusedNotOutOfMemory) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space; RLIMIT_AS cannot apply";
+#endif
+  TempDir dir;
+  train_model(dir.sub("model"), 2);
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  ServeProcess serve(
+      dir.sub("serve.log"),
+      {"--model_dir=" + dir.sub("model"), "--port=0", "--rest_api_port=-1", "--num_threads=1",
+       "--max_body_bytes=8500000", "--max_inflight_bytes=64000000"},
+      /*address_space_bytes=*/3 * kGiB);
+  const int port = serve.port();
+  ASSERT_GT(port, 0) << read_text(dir.sub("serve.log"));
+  const std::string text = float_instances_body(80);
+  std::vector<std::thread> clients;
+  std::vector<int> statuses(48, -1);
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    clients.emplace_back(
+        [&, i] { statuses[i] = http_post(port, "/v1/models/inception_v3:predict", text).status; });
+  }
+  for (std::thread& t : clients) t.join();
+  int answered = 0, refused = 0;
+  for (int s : statuses) {
+    EXPECT_TRUE(s == 200 || s == 413 || s == 503) << s << "\n" << read_text(dir.sub("serve.log"));
+    answered += s == 200;
+    refused += s == 503;
+  }
+  std::cout << "flood: " << answered << " answered, " << refused << " refused with 503\n";
+  EXPECT_GT(answered, 0);
+  EXPECT_EQ(http_get(port, "/healthz").status, 200);
+  EXPECT_EQ(serve.terminate_and_wait(), 0) << read_text(dir.sub("serve.log"));
 }
 
 }  // namespace

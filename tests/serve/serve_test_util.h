@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,12 +132,20 @@ inline std::string read_text(const std::string& path) {
 // The serve program itself, started with its log in a file; SIGTERM ends it.
 class ServeProcess {
  public:
-  ServeProcess(const std::string& log, const std::vector<std::string>& flags) : log_(log) {
+  // address_space_bytes > 0: the program runs under that RLIMIT_AS (allocations beyond it fail
+  // as they would on a machine out of memory, instead of the OOM killer ending the test).
+  ServeProcess(const std::string& log, const std::vector<std::string>& flags,
+               uint64_t address_space_bytes = 0)
+      : log_(log) {
     std::vector<std::string> args = {bin_path("serve")};
     args.insert(args.end(), flags.begin(), flags.end());
     pid_ = fork();
     if (pid_ == 0) {
       if (freopen(log.c_str(), "w", stderr) == nullptr) _exit(127);
+      if (address_space_bytes > 0) {
+        const rlimit limit{address_space_bytes, address_space_bytes};
+        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(127);
+      }
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
