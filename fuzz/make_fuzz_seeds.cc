@@ -20,6 +20,8 @@
 //                          Expect: 100-continue (the first byte picks the harness's chunk size)
 //   fuzz_grpc_predict      gRPC PredictRequests: floats in tensor_content and float_val, image
 //                          bytes
+//   fuzz_warmup            warm-up files: a classify Predict and a Classify of two tf.Examples,
+//                          and one whose second record is a regress_log
 //   fuzz_gcs_json          Cloud Storage / OAuth bodies: a listing page, object metadata, a
 //                          token response, a service-account key (dummy PEM), rewrite and
 //                          error responses
@@ -44,6 +46,7 @@
 #include "io/tensor_bundle.h"
 #include "io/tfrecord.h"
 #include "proto/tensorflow_serving/predict.pb.h"
+#include "proto/tensorflow_serving/prediction_log.pb.h"
 #include "serve/base64.h"
 
 namespace {
@@ -375,6 +378,37 @@ ic::Status grpc_predict_seeds(const fs::path& dir, const std::string& jpeg,
   return write_bytes(dir / "image_bytes", encoded.SerializeAsString());
 }
 
+// serve's warm-up files (tf_serving_warmup_requests): TFRecords of PredictionLogs.
+ic::Status warmup_seeds(const fs::path& dir, const std::string& jpeg, const std::string& png) {
+  tensorflow::serving::PredictionLog predict;
+  tensorflow::serving::PredictRequest* request = predict.mutable_predict_log()->mutable_request();
+  request->mutable_model_spec()->set_name("inception_v3");
+  request->mutable_model_spec()->set_signature_name("classify");
+  tensorflow::TensorProto& bytes = (*request->mutable_inputs())["image_bytes"];
+  bytes.set_dtype(tensorflow::DT_STRING);
+  bytes.mutable_tensor_shape()->add_dim()->set_size(1);
+  bytes.add_string_val(jpeg);
+  tensorflow::serving::PredictionLog classify;
+  tensorflow::serving::Input* input =
+      classify.mutable_classify_log()->mutable_request()->mutable_input();
+  for (const std::string* image : {&jpeg, &png}) {
+    (*input->mutable_example_list()
+          ->add_examples()
+          ->mutable_features()
+          ->mutable_feature())["image/encoded"]
+        .mutable_bytes_list()
+        ->add_value(*image);
+  }
+  tensorflow::serving::PredictionLog regress;
+  regress.mutable_regress_log();
+  const std::string predict_record = ic::frame_tfrecord(predict.SerializeAsString());
+  IC_RETURN_IF_ERROR(
+      write_bytes(dir / "predict_and_classify",
+                  predict_record + ic::frame_tfrecord(classify.SerializeAsString())));
+  return write_bytes(dir / "regress",
+                     predict_record + ic::frame_tfrecord(regress.SerializeAsString()));
+}
+
 // Bodies as Cloud Storage's JSON API, an OAuth token endpoint and the metadata server send
 // them, and a service-account key file whose PEM is a dummy (the parser does not read it).
 ic::Status gcs_json_seeds(const fs::path& dir) {
@@ -423,13 +457,16 @@ MIIBVAIBADANBgkqhkiG9w0BAQEFAASC
 ic::Status http_request_seeds(const fs::path& dir) {
   const std::map<std::string, std::string> requests = {
       {"get", "\x07GET /v1/models/inception_v3 HTTP/1.1\r\nHost: localhost:8501\r\n\r\n"},
-      {"post", "\x10POST /v1/models/m:predict HTTP/1.1\r\nHost: a\r\nContent-Type: "
-               "application/json\r\nContent-Length: 16\r\n\r\n{\"instances\": []}"},
-      {"chunked", "\x03POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
-                  "4;x=y\r\nabcd\r\n0\r\nT: v\r\n\r\n"},
+      {"post",
+       "\x10POST /v1/models/m:predict HTTP/1.1\r\nHost: a\r\nContent-Type: "
+       "application/json\r\nContent-Length: 16\r\n\r\n{\"instances\": []}"},
+      {"chunked",
+       "\x03POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "4;x=y\r\nabcd\r\n0\r\nT: v\r\n\r\n"},
       {"pipelined", "\x20GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.0\r\n\r\n"},
-      {"expect", "\x01PUT /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: "
-                 "2\r\nConnection: close\r\n\r\nok"},
+      {"expect",
+       "\x01PUT /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: "
+       "2\r\nConnection: close\r\n\r\nok"},
   };
   for (const auto& [name, bytes] : requests) IC_RETURN_IF_ERROR(write_bytes(dir / name, bytes));
   return ic::Status();
@@ -440,7 +477,8 @@ ic::Status make_seeds(const fs::path& out) {
        {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess", "fuzz_safetensors",
         "fuzz_tensor_bundle", "fuzz_json", "fuzz_npy", "fuzz_event", "fuzz_checkpoint_state",
         "fuzz_idx", "fuzz_synset_labels", "fuzz_input_position", "fuzz_predict_request",
-        "fuzz_gcs_json", "fuzz_int8_export", "fuzz_http_request", "fuzz_grpc_predict"}) {
+        "fuzz_gcs_json", "fuzz_int8_export", "fuzz_http_request", "fuzz_grpc_predict",
+        "fuzz_warmup"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -473,6 +511,7 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(gcs_json_seeds(out / "fuzz_gcs_json"));
   IC_RETURN_IF_ERROR(http_request_seeds(out / "fuzz_http_request"));
   IC_RETURN_IF_ERROR(grpc_predict_seeds(out / "fuzz_grpc_predict", jpeg, png));
+  IC_RETURN_IF_ERROR(warmup_seeds(out / "fuzz_warmup", jpeg, png));
   return synset_label_seeds(out / "fuzz_synset_labels");
 }
 

@@ -11,6 +11,7 @@
 #include "infer/onnx_export.h"
 #include "infer/onnx_qdq.h"
 #include "infer/saved_model_export.h"
+#include "infer/warmup_export.h"
 #include "io/checkpoint_dir.h"
 #include "io/file_system.h"
 #include "io/posix_file.h"
@@ -88,9 +89,9 @@ Status fsync_directory(const std::string& dir) {
   return Status();
 }
 
-// Writes the export's files into `dir`. Each writer puts the file a poller waits for last:
+// Writes the model's files into `dir`. Each writer puts the file a poller waits for last:
 // saved_model.pb after variables/, and the other formats are one file each.
-Status write_export(const InferenceModel& model, const std::string& dir, ExportFormat format) {
+Status write_model_files(const InferenceModel& model, const std::string& dir, ExportFormat format) {
   switch (format) {
     case ExportFormat::saved_model: return write_saved_model(model, dir);
     case ExportFormat::safetensors:
@@ -102,6 +103,14 @@ Status write_export(const InferenceModel& model, const std::string& dir, ExportF
       return write_int8_export(model, join_path(dir, "model.safetensors"));
   }
   return error("unknown export format");
+}
+
+// The warm-up requests (when there are images) and then the model's files.
+Status write_export(const InferenceModel& model, const std::string& dir, ExportFormat format,
+                    const std::vector<std::string>& warmup_images) {
+  if (!warmup_images.empty())
+    IC_RETURN_IF_ERROR(write_warmup_requests(dir, model.meta.model, warmup_images));
+  return write_model_files(model, dir, format);
 }
 
 // Deletes what a failed object-store export left under `dir` (best effort: the export's
@@ -136,8 +145,11 @@ Result<int64_t> free_version(FileSystem& fs, const std::string& export_dir) {
 }  // namespace
 
 Result<std::string> export_trained_model(const InferenceModel& model, const std::string& export_dir,
-                                         ExportFormat format) {
+                                         ExportFormat format,
+                                         const std::vector<std::string>& warmup_images) {
   if (export_dir.empty()) return error("no export directory given");
+  // A missing or undecodable image fails before anything is written.
+  IC_ASSIGN_OR_RETURN(std::vector<std::string> warmup, read_warmup_images(warmup_images));
   IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(export_dir));
   Status made = fs->make_dirs(export_dir);
   if (!made.ok())
@@ -149,7 +161,7 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
   if (fs->writes_appear_whole()) {
     // An object store has no directory rename: the files go straight into the version's
     // prefix, the marker file (saved_model.pb, model.onnx, model.safetensors) last.
-    Status written = write_export(model, final_dir, format);
+    Status written = write_export(model, final_dir, format, warmup);
     if (!written.ok()) {
       remove_object_tree(*fs, final_dir);
       return error(written.code(), "export to ", export_dir, " failed: ", written.message());
@@ -165,7 +177,7 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
     return ec ? error("cannot create ", temp_dir, ": ", ec.message())
               : already_exists("cannot create ", temp_dir, ": it exists");
   }
-  Status written = write_export(model, temp_dir, format);
+  Status written = write_export(model, temp_dir, format, warmup);
   if (written.ok()) {
     written = fs->rename(temp_dir, final_dir);
     if (written.ok()) {

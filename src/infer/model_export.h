@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "runtime/inference_model.h"
@@ -23,9 +24,12 @@ enum class ExportFormat {
 };
 
 // Writes `model` as `format` into a new numbered directory under `export_dir` (created if
-// needed) and returns that directory's path.
+// needed) and returns that directory's path. With `warmup_images` (image files), the version
+// also holds TF Serving's warm-up requests, one per image (infer/warmup_export.h), written
+// before the model's files so that a poller never sees a version without them.
 Result<std::string> export_trained_model(const InferenceModel& model, const std::string& export_dir,
-                                         ExportFormat format);
+                                         ExportFormat format,
+                                         const std::vector<std::string>& warmup_images = {});
 
 // What the trainers' --export_dir does after a run (train/run_main.h): the newest checkpoint
 // of `model_dir` as a SavedModel under `export_dir`. No checkpoint is an error naming

@@ -4,6 +4,7 @@
 
 #include "io/checkpoint_dir.h"
 #include "io/file_system.h"
+#include "serve/warmup_replay.h"
 
 namespace ic {
 
@@ -105,6 +106,20 @@ bool ServingCore::load(const std::string& checkpoint) {
   Result<std::unique_ptr<ServedModel>> loaded =
       ServedModel::load(options_.backend, options_.model_dir, checkpoint, options_.max_batch_size,
                         options_.precision);
+  if (loaded.ok()) {
+    // A version with warm-up requests replays them before it serves; a bad one never serves.
+    Result<std::optional<WarmupReplay>> warmed =
+        replay_warmup(**loaded, instance_options(**loaded));
+    if (!warmed.ok()) {
+      loaded = warmed.status();
+    } else if (*warmed) {
+      std::ostringstream line;
+      line.precision(3);
+      line << "warm-up: replayed " << (*warmed)->requests << " requests from " << (*warmed)->file
+           << " in " << std::fixed << (*warmed)->milliseconds << " ms";
+      log(line.str());
+    }
+  }
   if (!loaded.ok()) {
     failed_checkpoint_ = checkpoint;
     metrics_->record_load(false, 0);
