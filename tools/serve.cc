@@ -58,7 +58,7 @@ struct ServeFlags {
   int64_t header_timeout_ms = 10000;
   int64_t max_connections = 8192;
   int64_t max_connections_per_client = 2048;
-  int64_t max_inflight_bytes = int64_t{1} << 30;
+  int64_t max_inflight_bytes = int64_t{256} << 20;
   int64_t poll_interval_ms = 1000;
   std::string labels_file;
   ic::ServePrecision precision = ic::ServePrecision::automatic;

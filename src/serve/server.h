@@ -48,7 +48,7 @@ struct ServerOptions {
   std::chrono::milliseconds header_timeout{10000};
   size_t max_connections = 8192;
   size_t max_connections_per_client = 2048;
-  size_t max_inflight_bytes = size_t{1} << 30;
+  size_t max_inflight_bytes = size_t{256} << 20;
   int http_threads = 32;  // REST requests handled at once; they also decode and preprocess
   std::chrono::milliseconds poll_interval{1000};  // model_dir checks for a newer checkpoint
   std::map<int64_t, std::string> label_names;     // for :classify and the web page
