@@ -14,10 +14,11 @@ namespace {
 
 constexpr const char* kExportFile = "model.safetensors";
 constexpr const char* kSavedModelFile = "saved_model.pb";
+constexpr const char* kOnnxFile = "model.onnx";
 // What resolve_checkpoint's and the SavedModel reader's errors say can be served.
 constexpr const char* kServable =
     "a training model_dir's checkpoints, or export_model's exports (<N>/model.safetensors, "
-    "<N>/saved_model.pb with its variables/)";
+    "<N>/saved_model.pb with its variables/, <N>/model.onnx)";
 
 // The bundle of a SavedModel's variables, next to its saved_model.pb.
 std::string saved_model_variables(const std::string& saved_model_pb) {
@@ -68,7 +69,7 @@ Result<int64_t> exported_global_step(const CheckpointContents& file, const std::
 
 std::optional<int64_t> export_version_of(const std::string& path) {
   const std::string file = base_name(path);
-  if (file != kExportFile && file != kSavedModelFile) return std::nullopt;
+  if (file != kExportFile && file != kSavedModelFile && file != kOnnxFile) return std::nullopt;
   return version_number(base_name(parent_path(path)));
 }
 
@@ -96,9 +97,13 @@ Result<std::optional<std::string>> newest_servable(const std::string& dir) {
     // saved_model.pb is written after variables/, but a copy made by hand may lack them.
     const std::string saved_model = join_path(version_dir, kSavedModelFile);
     IC_ASSIGN_OR_RETURN(found, fs->exists(saved_model));
-    if (!found) continue;
-    IC_ASSIGN_OR_RETURN(found, fs->exists(bundle_index_path(saved_model_variables(saved_model))));
-    if (found) return std::optional<std::string>(saved_model);
+    if (found) {
+      IC_ASSIGN_OR_RETURN(found, fs->exists(bundle_index_path(saved_model_variables(saved_model))));
+      if (found) return std::optional<std::string>(saved_model);
+    }
+    const std::string onnx = join_path(version_dir, kOnnxFile);
+    IC_ASSIGN_OR_RETURN(found, fs->exists(onnx));
+    if (found) return std::optional<std::string>(onnx);
   }
   return std::optional<std::string>();
 }
@@ -138,6 +143,12 @@ Result<InferenceModel> load_for_inference(const std::string& model_dir,
   InferenceModel model;
   IC_ASSIGN_OR_RETURN(model.checkpoint, resolve_checkpoint(model_dir, checkpoint));
   const std::string& path = model.checkpoint;
+  if (base_name(path) == kOnnxFile) {
+    // Only infer/ links libonnx: its load_servable_model reads these.
+    return invalid_argument(path,
+                            ": an ONNX export, which serve and classify load; this "
+                            "program reads checkpoints, model.safetensors and saved_model.pb");
+  }
   const bool saved_model = base_name(path) == kSavedModelFile;
   IC_ASSIGN_OR_RETURN(CheckpointContents file,
                       saved_model ? read_saved_model_variables(path) : read_checkpoint(path));

@@ -49,12 +49,12 @@ inline constexpr char kExportGlobalStepKey[] = "global_step";
 //  - else an export base directory as TF Serving reads one: of the highest numeric
 //    <version> that holds one, DIR/<version>/model.safetensors (`export_model
 //    --format=safetensors` or int8), else DIR/<version>/saved_model.pb with its
-//    variables/variables.index (`--format=saved_model`); a version holding only model.onnx is
-//    skipped;
+//    variables/variables.index (`--format=saved_model`), else DIR/<version>/model.onnx
+//    (`--format=onnx`; infer/onnx_import.h reads it, as this layer does not link libonnx);
 //  - else nullopt. Works through the file-system seam (local paths and gs://).
 Result<std::optional<std::string>> newest_servable(const std::string& dir);
-// The export version of a servable path: N for <base>/<N>/model.safetensors or saved_model.pb
-// (N all digits), else nullopt (a checkpoint, whose version is its global step).
+// The export version of a servable path: N for <base>/<N>/model.safetensors, saved_model.pb or
+// model.onnx (N all digits), else nullopt (a checkpoint, whose version is its global step).
 std::optional<int64_t> export_version_of(const std::string& path);
 
 // `checkpoint` when given (a bundle prefix model.ckpt-N, its .index, a .safetensors file, or an

@@ -124,7 +124,7 @@ TEST(NewestServable, HighestNumberedVersionHoldingModelSafetensors) {
   EXPECT_EQ(**newest, dir + "/10/model.safetensors");
   EXPECT_EQ(export_version_of(**newest), std::optional<int64_t>(10));
   EXPECT_EQ(export_version_of(dir + "/13x/model.safetensors"), std::nullopt);
-  EXPECT_EQ(export_version_of(dir + "/10/model.onnx"), std::nullopt);
+  EXPECT_EQ(export_version_of(dir + "/10/model.onnx"), std::optional<int64_t>(10));
   EXPECT_EQ(export_version_of(checkpoint_prefix(dir, 10)), std::nullopt);
 
   // A `checkpoint` file makes it a training directory: its checkpoint wins (and one it names
