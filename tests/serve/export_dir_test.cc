@@ -128,6 +128,44 @@ TEST(ServeExportDir, ServesASavedModelOnlyExportAsTheCheckpoint) {
   }
 }
 
+TEST(ServeExportDir, ServesAnOnnxOnlyExportAsTheCheckpoint) {
+  TempDir dir;
+  const std::string model_dir = dir.sub("model");
+  const std::string export_dir = dir.sub("export");
+  train_model(model_dir, 2);
+  const std::string version = export_once(model_dir, export_dir, "onnx");
+  ASSERT_FALSE(version.empty());
+
+  ServerOptions options;
+  options.max_batch_size = 2;
+  options.batch_timeout = std::chrono::milliseconds(1);
+  options.model_dir = model_dir;
+  RunningServer on_checkpoint(options);
+  options.model_dir = export_dir;
+  RunningServer on_export(options);
+
+  EXPECT_EQ(served_version(on_export), version);
+  const std::string body =
+      json{{"instances", {b64_instance(test_image(3)), b64_instance(test_image(8))}}}.dump();
+  const Reply from_checkpoint = post(on_checkpoint, "/v1/models/inception_v3:predict", body);
+  const Reply from_export = post(on_export, "/v1/models/inception_v3:predict", body);
+  ASSERT_EQ(from_checkpoint.status, 200) << from_checkpoint.body.dump();
+  ASSERT_EQ(from_export.status, 200) << from_export.body.dump();
+  // The export's folded weights, folded once more through an identity batch norm: the same
+  // answers to a float's rounding.
+  const json& expected = from_checkpoint.body["predictions"];
+  const json& got = from_export.body["predictions"];
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i]["classes"], expected[i]["classes"]) << i;
+    const json& p = got[i]["probabilities"];
+    const json& q = expected[i]["probabilities"];
+    ASSERT_EQ(p.size(), q.size());
+    for (size_t k = 0; k < p.size(); ++k)
+      EXPECT_NEAR(p[k].get<double>(), q[k].get<double>(), 1e-6) << i << " " << k;
+  }
+}
+
 TEST(ServeExportDir, AForeignSavedModelIsRefusedNamingWhatCanBeServed) {
   TempDir dir;
   const std::string export_dir = dir.sub("export");
