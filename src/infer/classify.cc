@@ -10,6 +10,7 @@
 
 #include "data/preprocessing.h"
 #include "infer/npy.h"
+#include "infer/onnx_import.h"
 #include "infer/top_classes.h"
 #include "io/file_system.h"
 #include "runtime/inference_model.h"
@@ -106,7 +107,7 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   if (options.inputs.empty()) return invalid_argument("no inputs (give image or .npy files)");
   if (options.top_k < 1)
     return invalid_argument("bad value ", options.top_k, " for top_k (allowed: 1 or more)");
-  IC_ASSIGN_OR_RETURN(InferenceModel model, load_for_inference("", result.checkpoint));
+  IC_ASSIGN_OR_RETURN(InferenceModel model, load_servable_model("", result.checkpoint));
   IC_ASSIGN_OR_RETURN(const InferenceGraphOptions graph_options,
                       graph_options_for(model, options.precision));
   const CheckpointMeta& meta = model.meta;

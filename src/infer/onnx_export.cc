@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <span>
+#include <sstream>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -530,6 +531,10 @@ Status export_onnx(const InferenceModel& model, const std::string& path) {
   metadata(m, "num_classes", std::to_string(model.meta.num_classes));
   metadata(m, "image_size",
            std::to_string(model.meta.height) + "x" + std::to_string(model.meta.width));
+  std::ostringstream depth;
+  depth.precision(17);
+  depth << model.meta.depth_multiplier;
+  metadata(m, "depth_multiplier", depth.str());
   metadata(m, "input_layout", "NHWC, RGB, [-1,1] (Inception evaluation preprocessing)");
   if (model.int8) {
     metadata(m, "quantization",

@@ -4,7 +4,9 @@
 //                                                 signature "serving_default" (saved_model_graph.h)
 //   <dir>/variables/variables.index               every variable the graph reads, under its
 //   <dir>/variables/variables.data-00000-of-00001 TF-slim name (io/tensor_bundle.h)
-// The variables hold the inference weights: EMA shadows and the batch norm moving statistics.
+// The variables hold the inference weights: EMA shadows and the batch norm moving statistics,
+// and the bundle's metadata entry the checkpoint's metadata and global step, which
+// load_for_inference reads back to serve the export.
 #pragma once
 
 #include <string>

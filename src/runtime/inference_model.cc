@@ -4,6 +4,7 @@
 
 #include "io/checkpoint_dir.h"
 #include "io/file_system.h"
+#include "io/tensor_bundle.h"
 #include "runtime/checkpoint_checks.h"
 #include "runtime/int8_tensors.h"
 
@@ -12,6 +13,17 @@ namespace ic {
 namespace {
 
 constexpr const char* kExportFile = "model.safetensors";
+constexpr const char* kSavedModelFile = "saved_model.pb";
+constexpr const char* kOnnxFile = "model.onnx";
+// What resolve_checkpoint's and the SavedModel reader's errors say can be served.
+constexpr const char* kServable =
+    "a training model_dir's checkpoints, or export_model's exports (<N>/model.safetensors, "
+    "<N>/saved_model.pb with its variables/, <N>/model.onnx)";
+
+// The bundle of a SavedModel's variables, next to its saved_model.pb.
+std::string saved_model_variables(const std::string& saved_model_pb) {
+  return join_path(join_path(parent_path(saved_model_pb), "variables"), "variables");
+}
 
 // The value of a version directory's name, or nullopt when it is not all digits (temp-N,
 // anything else a person left there).
@@ -22,10 +34,42 @@ std::optional<int64_t> version_number(const std::string& name) {
   return std::stoll(name);
 }
 
+// The variables of a SavedModel export_model wrote: its metadata says which model they are
+// (a SavedModel is otherwise a TensorFlow graph, which this does not interpret).
+Result<CheckpointContents> read_saved_model_variables(const std::string& saved_model_pb) {
+  const std::string prefix = saved_model_variables(saved_model_pb);
+  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(prefix));
+  IC_ASSIGN_OR_RETURN(bool has_variables, fs->exists(bundle_index_path(prefix)));
+  if (!has_variables) {
+    return not_found(saved_model_pb, ": a SavedModel without ", bundle_index_path(prefix),
+                     "; serve loads ", kServable);
+  }
+  IC_ASSIGN_OR_RETURN(CheckpointContents file, read_tensor_bundle(prefix));
+  if (file.metadata.empty()) {
+    return invalid_argument(
+        saved_model_pb,
+        ": a SavedModel that export_model did not write (its variables carry no inception.cpp "
+        "metadata: model, classes, image size); serve loads ",
+        kServable);
+  }
+  return file;
+}
+
+Result<int64_t> exported_global_step(const CheckpointContents& file, const std::string& path) {
+  auto found = file.metadata.find(kExportGlobalStepKey);
+  if (found == file.metadata.end()) return data_loss(path, ": metadata has no global_step");
+  const std::string& text = found->second;
+  if (text.empty() || text.size() > 18 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return data_loss(path, ": metadata global_step \"", text, "\" is not a step");
+  return std::stoll(text);
+}
+
 }  // namespace
 
 std::optional<int64_t> export_version_of(const std::string& path) {
-  if (base_name(path) != kExportFile) return std::nullopt;
+  const std::string file = base_name(path);
+  if (file != kExportFile && file != kSavedModelFile && file != kOnnxFile) return std::nullopt;
   return version_number(base_name(parent_path(path)));
 }
 
@@ -46,9 +90,20 @@ Result<std::optional<std::string>> newest_servable(const std::string& dir) {
   }
   std::sort(versions.rbegin(), versions.rend());
   for (const auto& [number, name] : versions) {
-    const std::string path = join_path(join_path(dir, name), kExportFile);
-    IC_ASSIGN_OR_RETURN(bool found, fs->exists(path));
-    if (found) return std::optional<std::string>(path);
+    const std::string version_dir = join_path(dir, name);
+    const std::string safetensors = join_path(version_dir, kExportFile);
+    IC_ASSIGN_OR_RETURN(bool found, fs->exists(safetensors));
+    if (found) return std::optional<std::string>(safetensors);
+    // saved_model.pb is written after variables/, but a copy made by hand may lack them.
+    const std::string saved_model = join_path(version_dir, kSavedModelFile);
+    IC_ASSIGN_OR_RETURN(found, fs->exists(saved_model));
+    if (found) {
+      IC_ASSIGN_OR_RETURN(found, fs->exists(bundle_index_path(saved_model_variables(saved_model))));
+      if (found) return std::optional<std::string>(saved_model);
+    }
+    const std::string onnx = join_path(version_dir, kOnnxFile);
+    IC_ASSIGN_OR_RETURN(found, fs->exists(onnx));
+    if (found) return std::optional<std::string>(onnx);
   }
   return std::optional<std::string>();
 }
@@ -59,9 +114,7 @@ Result<std::string> resolve_checkpoint(const std::string& model_dir,
   if (model_dir.empty()) return invalid_argument("give --model_dir or --checkpoint");
   IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, newest_servable(model_dir));
   if (!latest) {
-    return not_found("no checkpoint in ", model_dir,
-                     " (neither a `checkpoint` file nor a numbered export holding ", kExportFile,
-                     ")");
+    return not_found("no checkpoint in ", model_dir, " (it serves ", kServable, ")");
   }
   return *latest;
 }
@@ -90,7 +143,15 @@ Result<InferenceModel> load_for_inference(const std::string& model_dir,
   InferenceModel model;
   IC_ASSIGN_OR_RETURN(model.checkpoint, resolve_checkpoint(model_dir, checkpoint));
   const std::string& path = model.checkpoint;
-  IC_ASSIGN_OR_RETURN(CheckpointContents file, read_checkpoint(path));
+  if (base_name(path) == kOnnxFile) {
+    // Only infer/ links libonnx: its load_servable_model reads these.
+    return invalid_argument(path,
+                            ": an ONNX export, which serve and classify load; this "
+                            "program reads checkpoints, model.safetensors and saved_model.pb");
+  }
+  const bool saved_model = base_name(path) == kSavedModelFile;
+  IC_ASSIGN_OR_RETURN(CheckpointContents file,
+                      saved_model ? read_saved_model_variables(path) : read_checkpoint(path));
   IC_ASSIGN_OR_RETURN(model.meta, checked_checkpoint_meta(file, path));
   auto precision = file.metadata.find("precision");
   if (precision != file.metadata.end()) {
@@ -102,9 +163,15 @@ Result<InferenceModel> load_for_inference(const std::string& model_dir,
     model.int8 = std::move(table);
   }
   IC_ASSIGN_OR_RETURN(model.options, inference_model_options(model.meta, 1));
+  // The SavedModel exports only what the logits need: no auxiliary head to load.
+  if (saved_model) model.options.aux_logits = false;
   IC_ASSIGN_OR_RETURN(Graph graph, build_model(model.options));
 
-  IC_ASSIGN_OR_RETURN(model.global_step, read_global_step(file, path));
+  if (saved_model) {
+    IC_ASSIGN_OR_RETURN(model.global_step, exported_global_step(file, path));
+  } else {
+    IC_ASSIGN_OR_RETURN(model.global_step, read_global_step(file, path));
+  }
 
   for (const ParamInfo& param : graph.params) {
     // The shadow wherever there is one, as evaluation (ModelVariables::restore_for_eval) and the

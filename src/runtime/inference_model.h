@@ -40,23 +40,33 @@ struct InferenceModel {
   std::optional<QuantizationTable> int8;
 };
 
+// The metadata key under which an export that holds no global_step tensor (a SavedModel's
+// variables/) records the step of the checkpoint it was exported from.
+inline constexpr char kExportGlobalStepKey[] = "global_step";
+
 // The newest servable in `dir`, the one rule resolve_checkpoint and serve's watcher share:
 //  - a training directory (it has a `checkpoint` file): the checkpoint that file names;
-//  - else an export base directory as TF Serving reads one: DIR/<version>/model.safetensors
-//    (what `export_model --format=safetensors` writes) of the highest numeric <version>
-//    that holds one (versions holding only saved_model.pb or model.onnx are skipped);
+//  - else an export base directory as TF Serving reads one: of the highest numeric
+//    <version> that holds one, DIR/<version>/model.safetensors (`export_model
+//    --format=safetensors` or int8), else DIR/<version>/saved_model.pb with its
+//    variables/variables.index (`--format=saved_model`), else DIR/<version>/model.onnx
+//    (`--format=onnx`; infer/onnx_import.h reads it, as this layer does not link libonnx);
 //  - else nullopt. Works through the file-system seam (local paths and gs://).
 Result<std::optional<std::string>> newest_servable(const std::string& dir);
-// The export version of a servable path: N for <base>/<N>/model.safetensors (N all digits),
-// else nullopt (a checkpoint, whose version is its global step).
+// The export version of a servable path: N for <base>/<N>/model.safetensors, saved_model.pb or
+// model.onnx (N all digits), else nullopt (a checkpoint, whose version is its global step).
 std::optional<int64_t> export_version_of(const std::string& path);
 
-// `checkpoint` when given (a bundle prefix model.ckpt-N, its .index, or a .safetensors file),
+// `checkpoint` when given (a bundle prefix model.ckpt-N, its .index, a .safetensors file, or an
+// export's saved_model.pb),
 // else newest_servable(model_dir). Errors name the directory or file.
 Result<std::string> resolve_checkpoint(const std::string& model_dir, const std::string& checkpoint);
 
 // Reads, checks (metadata ranges, finite values, every tensor the network needs with its
-// shape) and returns the model. The file's own errors name the file.
+// shape) and returns the model. The file's own errors name the file. A SavedModel is read from
+// its variables/ bundle, which export_model writes with the checkpoint's metadata; it holds no
+// auxiliary head, so its model is built without one (the logits are the same). A SavedModel
+// without that metadata (one TensorFlow wrote) is an error saying what can be loaded.
 Result<InferenceModel> load_for_inference(const std::string& model_dir,
                                           const std::string& checkpoint);
 

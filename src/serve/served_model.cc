@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "infer/onnx_import.h"
+
 namespace ic {
 
 std::vector<int64_t> batch_buckets(int64_t max_batch_size) {
@@ -23,7 +25,7 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const BackendOptions& bac
                                                        int64_t max_batch_size,
                                                        ServePrecision precision) {
   if (max_batch_size < 1) return error("bad max_batch_size ", max_batch_size, " (1 or more)");
-  IC_ASSIGN_OR_RETURN(InferenceModel trained, load_for_inference(model_dir, checkpoint));
+  IC_ASSIGN_OR_RETURN(InferenceModel trained, load_servable_model(model_dir, checkpoint));
   auto model = std::make_unique<ServedModel>(Key());
   model->checkpoint_ = trained.checkpoint;
   // TF Serving's rule: an export reports its directory number, a checkpoint its global step.

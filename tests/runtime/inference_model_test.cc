@@ -124,7 +124,7 @@ TEST(NewestServable, HighestNumberedVersionHoldingModelSafetensors) {
   EXPECT_EQ(**newest, dir + "/10/model.safetensors");
   EXPECT_EQ(export_version_of(**newest), std::optional<int64_t>(10));
   EXPECT_EQ(export_version_of(dir + "/13x/model.safetensors"), std::nullopt);
-  EXPECT_EQ(export_version_of(dir + "/10/model.onnx"), std::nullopt);
+  EXPECT_EQ(export_version_of(dir + "/10/model.onnx"), std::optional<int64_t>(10));
   EXPECT_EQ(export_version_of(checkpoint_prefix(dir, 10)), std::nullopt);
 
   // A `checkpoint` file makes it a training directory: its checkpoint wins (and one it names
@@ -141,9 +141,10 @@ TEST(NewestServable, AnExportBaseDirectoryLoadsLikeTheCheckpoint) {
   const std::string base = t.dir + "/export";
   Result<std::string> first = export_trained_model(*model, base, ExportFormat::safetensors);
   ASSERT_TRUE(first.ok()) << first.status().message();
+  // A SavedModel version is servable too, but an older one than the newest safetensors.
+  ASSERT_TRUE(export_trained_model(*model, base, ExportFormat::saved_model).ok());
   Result<std::string> second = export_trained_model(*model, base, ExportFormat::safetensors);
   ASSERT_TRUE(second.ok()) << second.status().message();
-  ASSERT_TRUE(export_trained_model(*model, base, ExportFormat::saved_model).ok());
 
   Result<InferenceModel> exported = load_for_inference(base, "");
   ASSERT_TRUE(exported.ok()) << exported.status().message();

@@ -3,8 +3,11 @@
 // served, answers predict exactly as the server on the training model_dir does, reports its
 // directory number as the version, and a newer export appearing is picked up by the watcher.
 #include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <set>
 
+#include "io/tensor_bundle.h"
 #include "serve_test_util.h"
 
 namespace ic {
@@ -69,7 +72,7 @@ TEST(ServeExportDir, ServesTheNewestSafetensorsExportAndSwitchesToANewerOne) {
   EXPECT_EQ(from_export.body["predictions"], from_checkpoint.body["predictions"]);
   on_checkpoint.stop();
 
-  // A SavedModel-only version is not servable here; a newer safetensors export is.
+  // A newer safetensors export replaces even a SavedModel version (servable too, see below).
   export_once(model_dir, export_dir, "saved_model");
   const std::string second = export_once(model_dir, export_dir, "safetensors");
   ASSERT_FALSE(second.empty());
@@ -84,6 +87,109 @@ TEST(ServeExportDir, ServesTheNewestSafetensorsExportAndSwitchesToANewerOne) {
       post(on_export, "/v1/models/inception_v3/versions/" + second + ":predict", body);
   ASSERT_EQ(after.status, 200) << after.body.dump();
   EXPECT_EQ(after.body["predictions"], from_checkpoint.body["predictions"]);
+}
+
+TEST(ServeExportDir, ServesASavedModelOnlyExportAsTheCheckpoint) {
+  TempDir dir;
+  const std::string model_dir = dir.sub("model");
+  const std::string export_dir = dir.sub("export");
+  train_model(model_dir, 2);
+  const std::string version = export_once(model_dir, export_dir, "saved_model");
+  ASSERT_FALSE(version.empty());
+  ASSERT_FALSE(fs::exists(export_dir + "/" + version + "/model.safetensors"));
+
+  ServerOptions options;
+  options.max_batch_size = 2;
+  options.batch_timeout = std::chrono::milliseconds(1);
+  options.model_dir = model_dir;
+  RunningServer on_checkpoint(options);
+  options.model_dir = export_dir;
+  RunningServer on_export(options);
+
+  EXPECT_EQ(served_version(on_export), version);
+  const std::string body =
+      json{{"instances", {b64_instance(test_image(3)), b64_instance(test_image(8))}}}.dump();
+  const Reply from_checkpoint = post(on_checkpoint, "/v1/models/inception_v3:predict", body);
+  const Reply from_export = post(on_export, "/v1/models/inception_v3:predict", body);
+  ASSERT_EQ(from_checkpoint.status, 200) << from_checkpoint.body.dump();
+  ASSERT_EQ(from_export.status, 200) << from_export.body.dump();
+  // The SavedModel's variables are the checkpoint's EMA weights, the graph the same (without
+  // the auxiliary head, which no output reads): the same answers.
+  const json& expected = from_checkpoint.body["predictions"];
+  const json& got = from_export.body["predictions"];
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i]["classes"], expected[i]["classes"]) << i;
+    const json& p = got[i]["probabilities"];
+    const json& q = expected[i]["probabilities"];
+    ASSERT_EQ(p.size(), q.size());
+    for (size_t k = 0; k < p.size(); ++k)
+      EXPECT_NEAR(p[k].get<double>(), q[k].get<double>(), 1e-6) << i << " " << k;
+  }
+}
+
+TEST(ServeExportDir, ServesAnOnnxOnlyExportAsTheCheckpoint) {
+  TempDir dir;
+  const std::string model_dir = dir.sub("model");
+  const std::string export_dir = dir.sub("export");
+  train_model(model_dir, 2);
+  const std::string version = export_once(model_dir, export_dir, "onnx");
+  ASSERT_FALSE(version.empty());
+
+  ServerOptions options;
+  options.max_batch_size = 2;
+  options.batch_timeout = std::chrono::milliseconds(1);
+  options.model_dir = model_dir;
+  RunningServer on_checkpoint(options);
+  options.model_dir = export_dir;
+  RunningServer on_export(options);
+
+  EXPECT_EQ(served_version(on_export), version);
+  const std::string body =
+      json{{"instances", {b64_instance(test_image(3)), b64_instance(test_image(8))}}}.dump();
+  const Reply from_checkpoint = post(on_checkpoint, "/v1/models/inception_v3:predict", body);
+  const Reply from_export = post(on_export, "/v1/models/inception_v3:predict", body);
+  ASSERT_EQ(from_checkpoint.status, 200) << from_checkpoint.body.dump();
+  ASSERT_EQ(from_export.status, 200) << from_export.body.dump();
+  // The export's folded weights, folded once more through an identity batch norm: the same
+  // answers to a float's rounding.
+  const json& expected = from_checkpoint.body["predictions"];
+  const json& got = from_export.body["predictions"];
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i]["classes"], expected[i]["classes"]) << i;
+    const json& p = got[i]["probabilities"];
+    const json& q = expected[i]["probabilities"];
+    ASSERT_EQ(p.size(), q.size());
+    for (size_t k = 0; k < p.size(); ++k)
+      EXPECT_NEAR(p[k].get<double>(), q[k].get<double>(), 1e-6) << i << " " << k;
+  }
+}
+
+TEST(ServeExportDir, AForeignSavedModelIsRefusedNamingWhatCanBeServed) {
+  TempDir dir;
+  const std::string export_dir = dir.sub("export");
+  fs::create_directories(export_dir + "/1/variables");
+  std::ofstream(export_dir + "/1/saved_model.pb") << "a graph";
+  const float kernel[4] = {1, 2, 3, 4};
+  ASSERT_TRUE(write_tensor_bundle(export_dir + "/1/variables/variables", {},
+                                  {TensorView{"dense/kernel", DType::f32, Shape{2, 2}, kernel}})
+                  .ok());
+  std::mutex mutex;
+  std::string logged;
+  ServerOptions options;
+  options.model_dir = export_dir;
+  options.log = [&](const std::string& line) {
+    std::lock_guard lock(mutex);
+    logged += line + "\n";
+  };
+  {
+    RunningServer server(options);
+    // Nothing loaded: unavailable, and the log says why and what can be served.
+    EXPECT_EQ(get(server, "/v1/models/inception_v3").status, 503);
+  }
+  EXPECT_NE(logged.find("export_model did not write"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("model.safetensors"), std::string::npos) << logged;
 }
 
 }  // namespace
