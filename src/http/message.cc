@@ -28,6 +28,7 @@ std::string_view reason_phrase(int status) {
     int status;
     std::string_view phrase;
   };
+  // RFC 9110's reason phrases, word for word.
   static constexpr Reason kReasons[] = {
       {100, "Continue"},
       {200, "OK"},

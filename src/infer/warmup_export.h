@@ -23,7 +23,8 @@ inline constexpr int64_t kMaxWarmupRecords = 1000;
 std::string warmup_predict_log(const std::string& model_name, std::string_view image_bytes);
 
 // Reads each image file of `image_paths` (through the file-system seam) and checks it decodes:
-// an error names the file. More than kMaxWarmupRecords paths is invalid_argument. Returns the files' bytes in order.
+// an error names the file. More than kMaxWarmupRecords paths is invalid_argument. Returns the
+// files' bytes in order.
 Result<std::vector<std::string>> read_warmup_images(const std::vector<std::string>& image_paths);
 
 // Writes `version_dir`/assets.extra/tf_serving_warmup_requests with one record per image.
