@@ -17,12 +17,6 @@ namespace {
 
 using namespace testing;
 
-std::string served_version(const RunningServer& server) {
-  const Reply status = get(server, "/v1/models/inception_v3");
-  if (status.status != 200) return "";
-  return status.body["model_version_status"][0]["version"].get<std::string>();
-}
-
 TEST(ServeReload, ANewCheckpointSwitchesTheVersionWithNoFailedRequest) {
   TempDir dir;
   const std::string model_dir = dir.sub("model");

@@ -116,6 +116,13 @@ inline Reply get(const RunningServer& server, const std::string& path) {
   return to_reply(http_get(server.port(), path));
 }
 
+// The version /v1/models/inception_v3 reports as served ("" when it answers no model).
+inline std::string served_version(const RunningServer& server) {
+  const Reply status = get(server, "/v1/models/inception_v3");
+  if (status.status != 200) return "";
+  return status.body["model_version_status"][0]["version"].get<std::string>();
+}
+
 // The error message of an error reply ("" when there is none).
 inline std::string error_of(const Reply& reply) {
   if (!reply.body.is_object() || !reply.body.contains("error")) return "";

@@ -11,12 +11,6 @@ namespace {
 using namespace testing;
 namespace fs = std::filesystem;
 
-std::string served_version(const RunningServer& server) {
-  const Reply status = get(server, "/v1/models/inception_v3");
-  if (status.status != 200) return "";
-  return status.body["model_version_status"][0]["version"].get<std::string>();
-}
-
 TEST(ServeVersionRemoved, RequestsStillSucceedAndTheServerFallsBackToTheNewestCompleteVersion) {
   TempDir dir;
   train_model(dir.sub("model"), 2);
