@@ -44,14 +44,6 @@ Rgb hsv_to_rgb(float h, float s, float v) {
   return {c.r * 255, c.g * 255, c.b * 255};
 }
 
-Status write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return error(path.string(), ": cannot write");
-  return Status();
-}
-
 Status write_raw_tree(const FakeImageNetOptions& o, int width) {
   const fs::path root(o.output_dir);
   std::error_code ec;
@@ -67,7 +59,7 @@ Status write_raw_tree(const FakeImageNetOptions& o, int width) {
                                                                       o.image_size, width),
                                                       o.jpeg_quality));
     IC_RETURN_IF_ERROR(
-        write_file(dir / (fake_synset(label) + "_" + std::to_string(i) + ".JPEG"), jpeg));
+        write_tree_file(dir / (fake_synset(label) + "_" + std::to_string(i) + ".JPEG"), jpeg));
   }
   std::string labels;
   for (int64_t i = 0; i < o.num_validation_images; ++i) {
@@ -78,10 +70,10 @@ Status write_raw_tree(const FakeImageNetOptions& o, int width) {
     IC_ASSIGN_OR_RETURN(std::string jpeg, encode_jpeg(make_fake_image(seed, i, label, o.num_classes,
                                                                       o.image_size, width),
                                                       o.jpeg_quality));
-    IC_RETURN_IF_ERROR(write_file(root / "validation" / name, jpeg));
+    IC_RETURN_IF_ERROR(write_tree_file(root / "validation" / name, jpeg));
     labels += fake_synset(label) + "\n";
   }
-  return write_file(root / "synset_labels.txt", labels);
+  return write_tree_file(root / "synset_labels.txt", labels);
 }
 
 }  // namespace
@@ -151,6 +143,14 @@ RgbImage make_fake_image(uint64_t seed, int64_t index, int64_t label, int num_cl
     }
   }
   return image;
+}
+
+Status write_tree_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return error(path, ": cannot write");
+  return Status();
 }
 
 Status make_fake_imagenet(const FakeImageNetOptions& o) {

@@ -43,4 +43,8 @@ RgbImage make_fake_image(uint64_t seed, int64_t index, int64_t label, int num_cl
 // stream from training images.
 Status make_fake_imagenet(const FakeImageNetOptions& options);
 
+// Writes one file of a raw ImageNet tree (an image, synset_labels.txt), replacing what is
+// there; errors name the path. data/fashion_mnist.cc writes its trees with it too.
+Status write_tree_file(const std::string& path, const std::string& bytes);
+
 }  // namespace ic

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 
+#include "data/fake_imagenet.h"
 #include "data/image_codec.h"
 
 namespace ic {
@@ -84,14 +85,6 @@ Result<std::string> find_idx(const std::string& dir, const std::string& name) {
   }
   return error(dir, ": neither ", name, " nor ", name,
                ".gz found (install Debian's dataset-fashion-mnist)");
-}
-
-Status write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return error(path.string(), ": cannot write");
-  return Status();
 }
 
 Result<std::string> gray_to_rgb_jpeg(const IdxImages& images, int64_t index, int quality) {
@@ -177,17 +170,17 @@ Result<FashionMnistSummary> fashion_mnist_to_raw(const FashionMnistOptions& o) {
     const char* synset = kFashionMnistSynsets[train.labels[i]];
     std::snprintf(name, sizeof(name), "%s_%05lld.JPEG", synset, static_cast<long long>(i));
     IC_ASSIGN_OR_RETURN(const std::string jpeg, gray_to_rgb_jpeg(train.images, i, o.jpeg_quality));
-    IC_RETURN_IF_ERROR(write_file(root / "train" / synset / name, jpeg));
+    IC_RETURN_IF_ERROR(write_tree_file(root / "train" / synset / name, jpeg));
   }
   std::string labels;
   for (int64_t i = 0; i < summary.validation_images; ++i) {
     std::snprintf(name, sizeof(name), "fashion_mnist_val_%05lld.JPEG", static_cast<long long>(i));
     IC_ASSIGN_OR_RETURN(const std::string jpeg,
                         gray_to_rgb_jpeg(validation.images, i, o.jpeg_quality));
-    IC_RETURN_IF_ERROR(write_file(root / "validation" / name, jpeg));
+    IC_RETURN_IF_ERROR(write_tree_file(root / "validation" / name, jpeg));
     labels += std::string(kFashionMnistSynsets[validation.labels[i]]) + "\n";
   }
-  IC_RETURN_IF_ERROR(write_file(root / "synset_labels.txt", labels));
+  IC_RETURN_IF_ERROR(write_tree_file(root / "synset_labels.txt", labels));
   return summary;
 }
 

@@ -13,28 +13,10 @@ namespace {
 
 constexpr ParamInit kTruncatedNormal001{ParamInit::Kind::truncated_normal, 0.01f};
 constexpr ParamInit kTruncatedNormal0001{ParamInit::Kind::truncated_normal, 0.001f};
-constexpr ParamInit kVarianceScaling{ParamInit::Kind::variance_scaling, 0.f};
-
-// Grid sizes of one image side at the 17 x 17 and 8 x 8 stages (0: the stem cannot run).
-struct Grid {
-  int64_t s17 = 0, s8 = 0;
-};
-Grid grid(int64_t side) {
-  int64_t x = valid_side(side, 3, 2);       // Conv2d_1a_3x3      299 -> 149
-  x = valid_side(x, 3, 1);                  // Conv2d_2a_3x3      -> 147 (Conv2d_2b_3x3 is SAME)
-  x = valid_side(x, 3, 2);                  // MaxPool_3a_3x3     -> 73  (Conv2d_3b_1x1 is 1x1)
-  x = valid_side(x, 3, 1);                  // Conv2d_4a_3x3      -> 71
-  x = valid_side(x, 3, 2);                  // MaxPool_5a_3x3     -> 35
-  const int64_t s17 = valid_side(x, 3, 2);  // Mixed_6a      -> 17
-  return {s17, valid_side(s17, 3, 2)};      // Mixed_7a      -> 8
-}
-
-// TF-slim's _reduced_kernel_size_for_small_input, one side at a time.
-int reduced(int64_t side, int kernel) { return static_cast<int>(std::min<int64_t>(side, kernel)); }
 
 // AuxLogits' pooled side: AvgPool_1a_5x5, stride 3, VALID. TF-slim keeps the 5x5 window even
 // for small inputs (and fails below 17x17 = 5); we reduce it like the convolution after it.
-int64_t aux_pooled_side(int64_t s17) { return valid_side(s17, reduced(s17, 5), 3); }
+int64_t aux_pooled_side(int64_t s17) { return valid_side(s17, reduced_kernel(s17, 5), 3); }
 
 // Mixed_5b/5d: 35 x 35 blocks (paper figure 5, 5x5 as one conv). `pool_features` is the
 // Branch_3 projection (32 in 5b, 64 in 5d).
@@ -92,11 +74,11 @@ ValueId mixed_8x8(SlimLayers& slim, ValueId net, const std::string& block,
 
 // inception_v3_base: the stem and the Mixed blocks, up to Mixed_7c; also returns Mixed_6e,
 // where the auxiliary head starts.
-struct Base {
+struct InceptionV3Base {
   ValueId mixed_6e = kNone, mixed_7c = kNone;
 };
-Base inception_v3_base(SlimLayers& slim, ValueId images) {
-  Base base;
+InceptionV3Base inception_v3_base(SlimLayers& slim, ValueId images) {
+  InceptionV3Base base;
   const LayerArgs reduce = LayerArgs().stride(2).valid();  // the grid reductions
   ValueId net = images;
   // The stem: stride 1, VALID unless a layer says otherwise.
@@ -183,11 +165,11 @@ Base inception_v3_base(SlimLayers& slim, ValueId images) {
 }  // namespace
 
 bool inception_v3_side_fits(int64_t side, bool aux_logits) {
-  const Grid g = grid(side);
+  const InceptionGrid g = inception_grid(side);
   if (g.s8 < 1) return false;
   // AvgPool_1a_8x8 has TF-slim's default stride 2: a side above 9 leaves more than one
   // pooled position and the SpatialSqueeze of the logits fails in TF-slim too.
-  if (valid_side(g.s8, reduced(g.s8, 8), 2) != 1) return false;
+  if (valid_side(g.s8, reduced_kernel(g.s8, 8), 2) != 1) return false;
   // AuxLogits' Conv2d_2a (5x5 or less, VALID) must end at 1 x 1 as well.
   if (aux_logits) {
     const int64_t pooled = aux_pooled_side(g.s17);
@@ -199,7 +181,7 @@ bool inception_v3_side_fits(int64_t side, bool aux_logits) {
 NetworkOutputs build_inception_v3(GraphBuilder& builder, ValueId images,
                                   const ModelOptions& options) {
   SlimLayers slim(builder, options, "InceptionV3", /*batch_norm_gamma=*/false);
-  const Base base = inception_v3_base(slim, images);
+  const InceptionV3Base base = inception_v3_base(slim, images);
   ValueId net = base.mixed_7c;
   NetworkOutputs out;
 
@@ -209,13 +191,13 @@ NetworkOutputs build_inception_v3(GraphBuilder& builder, ValueId images,
     const ValueId mixed_6e = base.mixed_6e;
     const Shape s17 = slim.shape(mixed_6e);
     // 17 x 17 x 768
-    const Kernel pool{reduced(s17.h(), 5), reduced(s17.w(), 5)};
+    const Kernel pool{reduced_kernel(s17.h(), 5), reduced_kernel(s17.w(), 5)};
     ValueId aux =
         slim.avg_pool(mixed_6e, pool, "AuxLogits/AvgPool_1a_5x5", LayerArgs().stride(3).valid());
     // 5 x 5 x 768
     aux = slim.conv(aux, slim.depth(128), {1, 1}, "AuxLogits/Conv2d_1b_1x1");
     // 5 x 5 x 128
-    const Kernel k{reduced(slim.shape(aux).h(), 5), reduced(slim.shape(aux).w(), 5)};
+    const Kernel k{reduced_kernel(slim.shape(aux).h(), 5), reduced_kernel(slim.shape(aux).w(), 5)};
     aux = slim.conv(aux, slim.depth(768), k, "AuxLogits/" + kernel_name("Conv2d_2a", k),
                     LayerArgs().valid().init(kTruncatedNormal001));
     // 1 x 1 x 768
@@ -228,7 +210,7 @@ NetworkOutputs build_inception_v3(GraphBuilder& builder, ValueId images,
 
   // Final pooling and prediction.
   // 8 x 8 x 2048
-  const Kernel pool{reduced(slim.shape(net).h(), 8), reduced(slim.shape(net).w(), 8)};
+  const Kernel pool{reduced_kernel(slim.shape(net).h(), 8), reduced_kernel(slim.shape(net).w(), 8)};
   net = slim.avg_pool(net, pool, "Logits/" + kernel_name("AvgPool_1a", pool),
                       LayerArgs().stride(2).valid());  // slim avg_pool2d default stride 2
   // 1 x 1 x 2048

@@ -15,22 +15,6 @@ namespace {
 // slim.fully_connected's default initialiser (the arg_scope only sets the conv one).
 constexpr ParamInit kXavier{ParamInit::Kind::glorot_uniform, 0.f};
 
-// Grid size of one image side at the 17 x 17 and 8 x 8 stages (0: the stem cannot run).
-struct Grid {
-  int64_t s17 = 0, s8 = 0;
-};
-Grid grid(int64_t side) {
-  int64_t x = valid_side(side, 3, 2);       // Conv2d_1a_3x3      299 -> 149
-  x = valid_side(x, 3, 1);                  // Conv2d_2a_3x3      -> 147 (Conv2d_2b_3x3 is SAME)
-  x = valid_side(x, 3, 2);                  // Mixed_3a           -> 73
-  x = valid_side(x, 3, 1);                  // Mixed_4a           -> 71
-  x = valid_side(x, 3, 2);                  // Mixed_5a           -> 35
-  const int64_t s17 = valid_side(x, 3, 2);  // Mixed_6a      -> 17
-  return {s17, valid_side(s17, 3, 2)};      // Mixed_7a      -> 8
-}
-
-int reduced(int64_t side, int kernel) { return static_cast<int>(std::min<int64_t>(side, kernel)); }
-
 // Inception-A (paper figure 4): 35 x 35 x 384 -> 35 x 35 x 384.
 ValueId block_inception_a(SlimLayers& slim, ValueId net, const std::string& block) {
   const std::string s = block + "/";
@@ -109,14 +93,14 @@ ValueId block_inception_c(SlimLayers& slim, ValueId net, const std::string& bloc
 
 // inception_v4_base: stem (paper figure 3) and the blocks, up to Mixed_7d; also returns
 // Mixed_6h, where the auxiliary head starts.
-struct Base {
+struct InceptionV4Base {
   ValueId mixed_6h = kNone, mixed_7d = kNone;
 };
-Base inception_v4_base(SlimLayers& slim, ValueId images) {
+InceptionV4Base inception_v4_base(SlimLayers& slim, ValueId images) {
   const LayerArgs reduce = LayerArgs().stride(2).valid();
   const LayerArgs valid = LayerArgs().valid();
   slim.defaults = {1, Padding::same};
-  Base base;
+  InceptionV4Base base;
   ValueId net = images;
   // 299 x 299 x 3
   net = slim.endpoint("Conv2d_1a_3x3",
@@ -173,20 +157,20 @@ Base inception_v4_base(SlimLayers& slim, ValueId images) {
 
 bool inception_v4_side_fits(int64_t side) {
   // The heads adapt to any grid (the aux conv and the final pool take the whole map).
-  return grid(side).s8 >= 1;
+  return inception_grid(side).s8 >= 1;
 }
 
 NetworkOutputs build_inception_v4(GraphBuilder& builder, ValueId images,
                                   const ModelOptions& options) {
   SlimLayers slim(builder, options, "InceptionV4", /*batch_norm_gamma=*/false);
-  const Base base = inception_v4_base(slim, images);
+  const InceptionV4Base base = inception_v4_base(slim, images);
   NetworkOutputs out;
   slim.defaults = {1, Padding::same};
 
   if (options.aux_logits) {
     // 17 x 17 x 1024. The 5x5 window shrinks for grids under 5 x 5 (TF would fail there).
     const Shape s17 = slim.shape(base.mixed_6h);
-    const Kernel pool{reduced(s17.h(), 5), reduced(s17.w(), 5)};
+    const Kernel pool{reduced_kernel(s17.h(), 5), reduced_kernel(s17.w(), 5)};
     ValueId aux = slim.avg_pool(base.mixed_6h, pool, "AuxLogits/AvgPool_1a_5x5",
                                 LayerArgs().stride(3).valid());
     // 5 x 5 x 1024

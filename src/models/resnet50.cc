@@ -19,8 +19,6 @@
 namespace ic::models {
 namespace {
 
-constexpr ParamInit kVarianceScaling{ParamInit::Kind::variance_scaling, 0.f};
-
 // torchvision's Bottleneck: 1x1 width -> 3x3 width (stride) -> 1x1 4*width, plus the input or
 // a projection of it (1x1 conv + BN, stride) when the shape changes; ReLU after the sum.
 ValueId bottleneck(SlimLayers& slim, ValueId x, const std::string& unit, int64_t width,

@@ -101,6 +101,20 @@ int64_t valid_side(int64_t in, int kernel, int stride) {
   return in >= kernel ? tf_output_size(in, kernel, stride, Padding::valid) : 0;
 }
 
+InceptionGrid inception_grid(int64_t side) {
+  int64_t x = valid_side(side, 3, 2);       // Conv2d_1a_3x3                  299 -> 149
+  x = valid_side(x, 3, 1);                  // Conv2d_2a_3x3 (2b is SAME)     -> 147
+  x = valid_side(x, 3, 2);                  // v3 MaxPool_3a_3x3, v4 Mixed_3a -> 73
+  x = valid_side(x, 3, 1);                  // v3 Conv2d_4a_3x3, v4 Mixed_4a  -> 71
+  x = valid_side(x, 3, 2);                  // v3 MaxPool_5a_3x3, v4 Mixed_5a -> 35
+  const int64_t s17 = valid_side(x, 3, 2);  // Mixed_6a                       -> 17
+  return {s17, valid_side(s17, 3, 2)};      // Mixed_7a                       -> 8
+}
+
+int reduced_kernel(int64_t side, int kernel) {
+  return static_cast<int>(std::min<int64_t>(side, kernel));
+}
+
 std::string kernel_name(const std::string& prefix, Kernel kernel) {
   return prefix + "_" + std::to_string(kernel.h) + "x" + std::to_string(kernel.w);
 }

@@ -108,6 +108,19 @@ class SlimLayers {
 // would reject the op), and 0 stays 0 through a chain of calls.
 int64_t valid_side(int64_t in, int kernel, int stride);
 
+// Grid sizes of one image side at the 17 x 17 and 8 x 8 stages of Inception v3 and v4, whose
+// stems shrink an image alike (0: the stem cannot run).
+struct InceptionGrid {
+  int64_t s17 = 0, s8 = 0;
+};
+InceptionGrid inception_grid(int64_t side);
+
+// TF-slim's _reduced_kernel_size_for_small_input, one side at a time.
+int reduced_kernel(int64_t side, int kernel);
+
+// slim.conv2d's variance-scaling initialiser, for the layers that set it explicitly.
+constexpr ParamInit kVarianceScaling{ParamInit::Kind::variance_scaling, 0.f};
+
 // "Conv2d_2a_5x5" from ("Conv2d_2a", {5, 5}): slim names layers after reduced kernels.
 std::string kernel_name(const std::string& prefix, Kernel kernel);
 

@@ -7,6 +7,7 @@
 namespace ic {
 namespace {
 
+using testing::conv_run;
 using testing::cpu_backend;
 using testing::expect_near;
 using testing::OpHarness;
@@ -33,17 +34,6 @@ Conv2dDesc conv_desc(const ConvCase& c, DType compute = DType::f32) {
   d.has_bias = c.bias;
   d.compute = compute;
   return d;
-}
-
-OpRun conv_run(const Conv2dDesc& d, uint32_t seed) {
-  OpRun run;
-  const Shape out = d.output();
-  run.inputs = {random_vec(d.input.numel(), seed)};
-  run.params = {random_vec(d.kernel_h * d.kernel_w * d.input.c() * d.out_channels, seed + 1)};
-  if (d.has_bias) run.params.push_back(random_vec(d.out_channels, seed + 2));
-  run.output_sizes = {size_t(out.numel())};
-  run.output_grads = {random_vec(out.numel(), seed + 3)};
-  return run;
 }
 
 const ConvCase kCases[] = {

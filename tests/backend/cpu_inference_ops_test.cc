@@ -19,7 +19,7 @@ using testing::OpRun;
 using testing::random_vec;
 using testing::Vec;
 
-struct Case {
+struct InferenceCase {
   Shape input;
   int64_t filters;
   int kh, kw, stride;
@@ -28,14 +28,14 @@ struct Case {
 
 // Odd sizes, TF's asymmetric SAME padding, strides, 1x7 / 7x1, and 3x3 stride 1 on a map
 // large enough for Winograd where the CPU has it.
-const Case kCases[] = {
+const InferenceCase kInferenceCases[] = {
     {{2, 7, 5, 3}, 4, 3, 3, 1, Padding::same},     {{2, 8, 6, 5}, 3, 3, 3, 2, Padding::same},
     {{2, 7, 5, 3}, 5, 3, 3, 2, Padding::valid},    {{1, 7, 5, 8}, 4, 1, 7, 1, Padding::same},
     {{1, 7, 5, 8}, 4, 7, 1, 1, Padding::same},     {{2, 6, 6, 17}, 19, 1, 1, 1, Padding::same},
     {{1, 36, 36, 32}, 33, 3, 3, 1, Padding::same},
 };
 
-Conv2dDesc inference_conv(const Case& c, bool relu, bool constant, bool timed) {
+Conv2dDesc inference_conv(const InferenceCase& c, bool relu, bool constant, bool timed) {
   Conv2dDesc d;
   d.input = c.input;
   d.out_channels = c.filters;
@@ -67,7 +67,7 @@ Vec reference(const Conv2dDesc& d, const OpRun& run) {
   return y;
 }
 
-std::string name(const Conv2dDesc& d) {
+std::string conv_name(const Conv2dDesc& d) {
   return d.input.str() + " k" + std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) +
          " s" + std::to_string(d.stride_h) + (d.fused_relu ? " relu" : "") +
          (d.constant_weights ? " constant" : "") + (d.time_algorithms ? " timed" : "");
@@ -76,11 +76,11 @@ std::string name(const Conv2dDesc& d) {
 TEST(CpuInferenceConv, BiasAndReluPostOpMatchReference) {
   auto backend = cpu_backend();
   uint32_t seed = 500;
-  for (const Case& c : kCases)
+  for (const InferenceCase& c : kInferenceCases)
     for (bool relu : {false, true})
       for (bool constant : {false, true}) {
         const Conv2dDesc d = inference_conv(c, relu, constant, /*timed=*/false);
-        SCOPED_TRACE(name(d));
+        SCOPED_TRACE(conv_name(d));
         OpHarness h(*backend, d);
         ASSERT_TRUE(h.ok());
         EXPECT_FALSE(h.kernel().implementation().empty());
@@ -100,7 +100,7 @@ TEST(CpuInferenceConv, BiasAndReluPostOpMatchReference) {
 // weights (as the harness does each run) must use the new ones.
 TEST(CpuInferenceConv, ConstantWeightsFollowEachBind) {
   auto backend = cpu_backend();
-  const Conv2dDesc d = inference_conv(kCases[0], true, true, false);
+  const Conv2dDesc d = inference_conv(kInferenceCases[0], true, true, false);
   OpHarness h(*backend, d);
   for (uint32_t seed : {11u, 23u, 37u}) {
     OpRun run = forward_run(d, seed);
@@ -113,8 +113,8 @@ TEST(CpuInferenceConv, ConstantWeightsFollowEachBind) {
 // each must still compute its own batch right.
 TEST(CpuInferenceConv, KernelsOverOneWeightArenaAgree) {
   auto backend = cpu_backend();
-  const Case base{{1, 9, 9, 16}, 24, 3, 3, 1, Padding::same};
-  Case bigger = base;
+  const InferenceCase base{{1, 9, 9, 16}, 24, 3, 3, 1, Padding::same};
+  InferenceCase bigger = base;
   bigger.input = Shape{3, 9, 9, 16};
   const Conv2dDesc d1 = inference_conv(base, true, true, false);
   const Conv2dDesc d3 = inference_conv(bigger, true, true, false);
@@ -161,10 +161,10 @@ TEST(CpuInferenceConv, KernelsOverOneWeightArenaAgree) {
 TEST(CpuInferenceConv, TimedChoiceIsValidAndAgrees) {
   auto backend = cpu_backend();
   uint32_t seed = 900;
-  for (const Case& c : kCases) {
+  for (const InferenceCase& c : kInferenceCases) {
     const Conv2dDesc fixed = inference_conv(c, true, true, false);
     const Conv2dDesc timed = inference_conv(c, true, true, true);
-    SCOPED_TRACE(name(timed));
+    SCOPED_TRACE(conv_name(timed));
     OpHarness fixed_h(*backend, fixed), timed_h(*backend, timed);
     ASSERT_TRUE(fixed_h.ok() && timed_h.ok());
     const std::string impl = timed_h.kernel().implementation();
@@ -188,7 +188,7 @@ TEST(CpuInferenceConv, TimedChoiceIsValidAndAgrees) {
 
 TEST(CpuInferenceConv, FusedReluNeedsForwardOnly) {
   auto backend = cpu_backend();
-  Conv2dDesc d = inference_conv(kCases[0], true, false, false);
+  Conv2dDesc d = inference_conv(kInferenceCases[0], true, false, false);
   d.training = true;
   auto kernel = backend->compile(d);
   ASSERT_FALSE(kernel.ok());

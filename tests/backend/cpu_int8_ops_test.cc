@@ -209,7 +209,7 @@ void expect_close(const std::vector<float>& actual, const Rescaled& expected,
   }
 }
 
-struct ConvCase {
+struct Int8ConvCase {
   Shape input;
   int64_t filters;
   int kh, kw, stride;
@@ -218,14 +218,14 @@ struct ConvCase {
 
 // 1x1, 3x3 stride 1 SAME, 3x3 stride 2 VALID and SAME (TF's asymmetric padding), 1x7 / 7x1;
 // odd channel counts (3 -> 5, 35 -> 17), batches 1 and 3.
-const ConvCase kConvCases[] = {
+const Int8ConvCase kConvCases[] = {
     {{1, 6, 5, 35}, 17, 1, 1, 1, Padding::same},  {{3, 7, 5, 3}, 5, 3, 3, 1, Padding::same},
     {{1, 9, 8, 35}, 17, 3, 3, 2, Padding::valid}, {{3, 7, 6, 3}, 5, 3, 3, 2, Padding::valid},
     {{3, 8, 6, 5}, 3, 3, 3, 2, Padding::same},    {{1, 7, 9, 8}, 5, 1, 7, 1, Padding::same},
     {{3, 9, 7, 8}, 5, 7, 1, 1, Padding::same},    {{1, 17, 17, 35}, 17, 3, 3, 1, Padding::same},
 };
 
-Conv2dDesc int8_conv(const ConvCase& c, const Int8Conv& q, bool bias, bool relu) {
+Conv2dDesc int8_conv(const Int8ConvCase& c, const Int8Conv& q, bool bias, bool relu) {
   Conv2dDesc d;
   d.input = c.input;
   d.out_channels = c.filters;
@@ -241,7 +241,7 @@ Conv2dDesc int8_conv(const ConvCase& c, const Int8Conv& q, bool bias, bool relu)
   return d;
 }
 
-std::string name(const Conv2dDesc& d) {
+std::string int8_conv_name(const Conv2dDesc& d) {
   return d.input.str() + " -> " + std::to_string(d.out_channels) + " k" +
          std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) + " s" +
          std::to_string(d.stride_h) + (d.padding == Padding::same ? " same" : " valid") +
@@ -255,7 +255,7 @@ int64_t weight_count(const Conv2dDesc& d) {
 TEST(CpuInt8Conv, IntegerSumsMatchBitForBit) {
   auto backend = cpu_backend();
   uint32_t seed = 100;
-  for (const ConvCase& c : kConvCases)
+  for (const Int8ConvCase& c : kConvCases)
     for (bool relu : {false, true}) {
       const Conv2dDesc d = int8_conv(c, power_of_two_scales(c.filters), false, relu);
       const auto x = random_activations(d.input.numel(), seed++);
@@ -263,16 +263,16 @@ TEST(CpuInt8Conv, IntegerSumsMatchBitForBit) {
       const auto w = random_floats(weight_count(d), seed++, -2.f, 2.f);
       const auto sums = reference_conv_sums(d, x, reference_weights(w, d.int8->weight_scales));
       Int8Runner runner(*backend, d);
-      ASSERT_NE(runner.kernel(), nullptr) << name(d);
+      ASSERT_NE(runner.kernel(), nullptr) << int8_conv_name(d);
       const auto y = runner.run(x, {w}, static_cast<size_t>(d.output().numel()));
-      expect_exact(y, rescale(sums, *d.int8, nullptr, relu).y, name(d));
+      expect_exact(y, rescale(sums, *d.int8, nullptr, relu).y, int8_conv_name(d));
     }
 }
 
 TEST(CpuInt8Conv, ArbitraryScalesAndBiasWithinOneInAMillion) {
   auto backend = cpu_backend();
   uint32_t seed = 200;
-  for (const ConvCase& c : kConvCases)
+  for (const Int8ConvCase& c : kConvCases)
     for (bool relu : {false, true}) {
       const Conv2dDesc d = int8_conv(c, arbitrary_scales(c.filters, seed++), true, relu);
       const auto x = random_activations(d.input.numel(), seed++);
@@ -280,9 +280,9 @@ TEST(CpuInt8Conv, ArbitraryScalesAndBiasWithinOneInAMillion) {
       const auto bias = random_floats(c.filters, seed++, -2.f, 2.f);
       const auto sums = reference_conv_sums(d, x, reference_weights(w, d.int8->weight_scales));
       Int8Runner runner(*backend, d);
-      ASSERT_NE(runner.kernel(), nullptr) << name(d);
+      ASSERT_NE(runner.kernel(), nullptr) << int8_conv_name(d);
       const auto y = runner.run(x, {w, bias}, static_cast<size_t>(d.output().numel()));
-      expect_close(y, rescale(sums, *d.int8, &bias, relu), name(d));
+      expect_close(y, rescale(sums, *d.int8, &bias, relu), int8_conv_name(d));
     }
 }
 
@@ -290,7 +290,7 @@ TEST(CpuInt8Conv, ArbitraryScalesAndBiasWithinOneInAMillion) {
 // if activations used 8 bits.
 TEST(CpuInt8Conv, ExtremeValuesDoNotSaturate) {
   auto backend = cpu_backend();
-  const ConvCase c{{1, 5, 5, 64}, 8, 3, 3, 1, Padding::same};
+  const Int8ConvCase c{{1, 5, 5, 64}, 8, 3, 3, 1, Padding::same};
   const Conv2dDesc d = int8_conv(c, power_of_two_scales(c.filters), false, false);
   const std::vector<uint8_t> x(static_cast<size_t>(d.input.numel()), kInt8ActivationMax);
   std::vector<float> w(static_cast<size_t>(weight_count(d)));
@@ -299,7 +299,7 @@ TEST(CpuInt8Conv, ExtremeValuesDoNotSaturate) {
   Int8Runner runner(*backend, d);
   ASSERT_NE(runner.kernel(), nullptr);
   expect_exact(runner.run(x, {w}, static_cast<size_t>(d.output().numel())),
-               rescale(sums, *d.int8, nullptr, false).y, name(d));
+               rescale(sums, *d.int8, nullptr, false).y, int8_conv_name(d));
 }
 
 // Weights at exactly .5 steps round to even; past the range they clamp to +-127.
@@ -324,7 +324,7 @@ TEST(CpuInt8Conv, WeightsRoundHalfToEvenAndClamp) {
 
 TEST(CpuInt8Conv, ReportsOneDnnImplementationAndRebindsNewWeights) {
   auto backend = cpu_backend();
-  const ConvCase c{{1, 6, 6, 8}, 4, 3, 3, 1, Padding::same};
+  const Int8ConvCase c{{1, 6, 6, 8}, 4, 3, 3, 1, Padding::same};
   const Conv2dDesc d = int8_conv(c, power_of_two_scales(c.filters), false, false);
   Int8Runner runner(*backend, d);
   ASSERT_NE(runner.kernel(), nullptr);
@@ -342,7 +342,7 @@ TEST(CpuInt8Conv, ReportsOneDnnImplementationAndRebindsNewWeights) {
 
 TEST(CpuInt8Conv, RefusesTrainingAndBadScales) {
   auto backend = cpu_backend();
-  const ConvCase c{{1, 6, 6, 8}, 4, 3, 3, 1, Padding::same};
+  const Int8ConvCase c{{1, 6, 6, 8}, 4, 3, 3, 1, Padding::same};
   Conv2dDesc training = int8_conv(c, power_of_two_scales(4), false, false);
   training.training = true;
   auto refused = backend->compile(training);

@@ -14,8 +14,6 @@ using testing::OpRun;
 using testing::random_vec;
 using testing::Vec;
 
-const Shape kOdd{2, 7, 5, 3};
-
 OpRun batch_norm_run(const BatchNormDesc& d, uint32_t seed) {
   const int64_t C = d.input.c();
   OpRun run;
@@ -64,7 +62,7 @@ TEST(CpuBatchNorm, TrainingMatchesReferenceAndUpdatesMovingStatistics) {
 TEST(CpuBatchNorm, FiniteDifferenceGradients) {
   auto backend = cpu_backend();
   BatchNormDesc d;
-  d.input = kOdd;
+  d.input = testing::kOddShape;
   d.has_gamma = true;
   OpHarness h(*backend, d);
   OpRun run = batch_norm_run(d, 9);
@@ -78,7 +76,7 @@ TEST(CpuBatchNorm, InferenceUsesMovingStatistics) {
   auto backend = cpu_backend();
   for (bool relu : {false, true}) {
     BatchNormDesc d;
-    d.input = kOdd;
+    d.input = testing::kOddShape;
     d.training = false;
     d.fused_relu = relu;
     OpHarness h(*backend, d);

@@ -14,15 +14,13 @@ using testing::OpRun;
 using testing::random_vec;
 using testing::Vec;
 
-const Shape kOdd{2, 7, 5, 3};
-
 TEST(CpuOps, ReluForwardBackward) {
   auto backend = cpu_backend();
-  OpHarness h(*backend, ReluDesc{kOdd});
+  OpHarness h(*backend, ReluDesc{testing::kOddShape});
   OpRun run;
-  run.inputs = {random_vec(kOdd.numel(), 1)};
-  run.output_sizes = {size_t(kOdd.numel())};
-  run.output_grads = {random_vec(kOdd.numel(), 2)};
+  run.inputs = {random_vec(testing::kOddShape.numel(), 1)};
+  run.output_sizes = {size_t(testing::kOddShape.numel())};
+  run.output_grads = {random_vec(testing::kOddShape.numel(), 2)};
   h.run(run);
   for (size_t i = 0; i < run.inputs[0].size(); ++i) {
     ASSERT_EQ(run.outputs[0][i], std::max(run.inputs[0][i], 0.0));
@@ -33,11 +31,12 @@ TEST(CpuOps, ReluForwardBackward) {
 TEST(CpuOps, AddWithAndWithoutRelu) {
   auto backend = cpu_backend();
   for (bool relu : {false, true}) {
-    OpHarness h(*backend, AddDesc{kOdd, relu});
+    OpHarness h(*backend, AddDesc{testing::kOddShape, relu});
     OpRun run;
-    run.inputs = {random_vec(kOdd.numel(), 3), random_vec(kOdd.numel(), 4)};
-    run.output_sizes = {size_t(kOdd.numel())};
-    run.output_grads = {random_vec(kOdd.numel(), 5)};
+    run.inputs = {random_vec(testing::kOddShape.numel(), 3),
+                  random_vec(testing::kOddShape.numel(), 4)};
+    run.output_sizes = {size_t(testing::kOddShape.numel())};
+    run.output_grads = {random_vec(testing::kOddShape.numel(), 5)};
     run.skip_input_grad = {false, relu};  // a null gradient is skipped
     h.run(run);
     for (size_t i = 0; i < run.inputs[0].size(); ++i) {
@@ -73,14 +72,14 @@ TEST(CpuOps, ConcatChannelsForwardBackward) {
 
 TEST(CpuOps, GlobalAvgPool) {
   auto backend = cpu_backend();
-  OpHarness h(*backend, GlobalAvgPoolDesc{kOdd});
+  OpHarness h(*backend, GlobalAvgPoolDesc{testing::kOddShape});
   OpRun run;
-  run.inputs = {random_vec(kOdd.numel(), 30)};
-  run.output_sizes = {size_t(kOdd.n() * kOdd.c())};
-  run.output_grads = {random_vec(kOdd.n() * kOdd.c(), 31)};
+  run.inputs = {random_vec(testing::kOddShape.numel(), 30)};
+  run.output_sizes = {size_t(testing::kOddShape.n() * testing::kOddShape.c())};
+  run.output_grads = {random_vec(testing::kOddShape.n() * testing::kOddShape.c(), 31)};
   h.run(run);
-  expect_near(run.outputs[0], ref::global_avg_pool_forward(kOdd, run.inputs[0]), 1e-6, 1e-5,
-              "gap y");
+  expect_near(run.outputs[0], ref::global_avg_pool_forward(testing::kOddShape, run.inputs[0]), 1e-6,
+              1e-5, "gap y");
   testing::expect_backend_gradient(h, run, false, 0, 1e-2, 1e-3, 1e-2);
 }
 
@@ -116,15 +115,15 @@ TEST(CpuOps, DropoutMaskMatchesReferenceHash) {
 
 TEST(CpuOps, ReshapeCopiesOnlyWhenNotAliased) {
   auto backend = cpu_backend();
-  OpHarness h(*backend, ReshapeDesc{kOdd, Shape{2, 105}});
+  OpHarness h(*backend, ReshapeDesc{testing::kOddShape, Shape{2, 105}});
   OpRun run;
-  run.inputs = {random_vec(kOdd.numel(), 50)};
-  run.output_sizes = {size_t(kOdd.numel())};
-  run.output_grads = {random_vec(kOdd.numel(), 51)};
+  run.inputs = {random_vec(testing::kOddShape.numel(), 50)};
+  run.output_sizes = {size_t(testing::kOddShape.numel())};
+  run.output_grads = {random_vec(testing::kOddShape.numel(), 51)};
   h.run(run);
   EXPECT_EQ(run.outputs[0], run.inputs[0]);
   EXPECT_EQ(run.input_grads[0], run.output_grads[0]);
-  EXPECT_FALSE(backend->compile(ReshapeDesc{kOdd, Shape{2, 100}}).ok());
+  EXPECT_FALSE(backend->compile(ReshapeDesc{testing::kOddShape, Shape{2, 100}}).ok());
 }
 
 TEST(CpuOps, DenseMatchesReference) {

@@ -11,6 +11,7 @@
 namespace ic {
 namespace {
 
+using testing::conv_run;
 using testing::expect_near;
 using testing::OpHarness;
 using testing::OpRun;
@@ -54,17 +55,6 @@ class CudaVsCpu : public ::testing::Test {
 
   std::unique_ptr<Backend> gpu_, cpu_;
 };
-
-OpRun conv_run(const Conv2dDesc& d, uint32_t seed) {
-  OpRun run;
-  const Shape out = d.output();
-  run.inputs = {random_vec(d.input.numel(), seed)};
-  run.params = {random_vec(d.kernel_h * d.kernel_w * d.input.c() * d.out_channels, seed + 1)};
-  if (d.has_bias) run.params.push_back(random_vec(d.out_channels, seed + 2));
-  run.output_sizes = {size_t(out.numel())};
-  run.output_grads = {random_vec(out.numel(), seed + 3)};
-  return run;
-}
 
 Conv2dDesc conv(Shape in, int64_t co, int kh, int kw, int stride, Padding p, bool bias = false,
                 DType compute = DType::f32) {

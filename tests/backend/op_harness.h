@@ -148,6 +148,21 @@ inline void expect_near(const Vec& actual, const Vec& expected, double atol, dou
   }
 }
 
+// A convolution's random input, filter (and bias) and output gradient for OpHarness.
+inline OpRun conv_run(const Conv2dDesc& d, uint32_t seed) {
+  OpRun run;
+  const Shape out = d.output();
+  run.inputs = {random_vec(d.input.numel(), seed)};
+  run.params = {random_vec(d.kernel_h * d.kernel_w * d.input.c() * d.out_channels, seed + 1)};
+  if (d.has_bias) run.params.push_back(random_vec(d.out_channels, seed + 2));
+  run.output_sizes = {size_t(out.numel())};
+  run.output_grads = {random_vec(out.numel(), seed + 3)};
+  return run;
+}
+
+// An NHWC shape with no side a multiple of a vector width, so kernels' tails run.
+inline const Shape kOddShape{2, 7, 5, 3};
+
 }  // namespace ic::testing
 
 namespace ic::testing {

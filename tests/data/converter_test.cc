@@ -14,6 +14,7 @@
 #include "data/example.h"
 #include "data/image_codec.h"
 #include "data/imagenet_converter.h"
+#include "io/file_bytes.h"
 #include "io/tfrecord.h"
 
 namespace ic {
@@ -62,11 +63,6 @@ void write_file(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary)
       .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 std::vector<ImageExample> read_shard(const fs::path& p) {
@@ -272,7 +268,7 @@ TEST_F(ConverterTest, ConvertsEndToEnd) {
       auto decoded = decode_image(e.encoded);
       ASSERT_TRUE(decoded.ok());
     } else {
-      EXPECT_EQ(e.encoded, read_file(raw_ / "train" / e.synset / e.filename));
+      EXPECT_EQ(e.encoded, testing::read_file(raw_ / "train" / e.synset / e.filename));
     }
   }
   EXPECT_EQ(reencoded_seen, 3);
@@ -289,7 +285,7 @@ TEST_F(ConverterTest, ConvertsEndToEnd) {
 TEST_F(ConverterTest, ResumeKeepsCompleteShardsAndRewritesMissingOnes) {
   ASSERT_TRUE(convert_imagenet(options()).ok());
   const fs::path shard1 = out_ / "train-00001-of-00003";
-  const std::string before = read_file(shard1);
+  const std::string before = testing::read_file(shard1);
   fs::remove(shard1);
   write_file(out_ / "train-00001-of-00003.tmp-99999", "half a shard from a killed run");
   // A kept shard is not rewritten: its modification time stays.
@@ -302,7 +298,7 @@ TEST_F(ConverterTest, ResumeKeepsCompleteShardsAndRewritesMissingOnes) {
   EXPECT_EQ(summary->train.shards_resumed, 2);
   EXPECT_EQ(summary->validation.shards_resumed, 2);
   EXPECT_EQ(summary->validation.written, 0);
-  EXPECT_EQ(read_file(shard1), before);  // same seed, same order, same bytes
+  EXPECT_EQ(testing::read_file(shard1), before);  // same seed, same order, same bytes
   EXPECT_EQ(fs::last_write_time(out_ / "train-00000-of-00003"), kept_time);
   EXPECT_FALSE(fs::exists(out_ / "train-00001-of-00003.tmp-99999"));
   const int64_t written = summary->train.written + summary->train.skipped;
@@ -344,8 +340,8 @@ TEST_F(ConverterTest, ToolRunsAndRejectsUnknownFlags) {
   const std::string cmd =
       tool + " --raw_data_dir=" + raw_.string() + " --local_scratch_dir=" + out_.string() +
       " --train_shards=2 --validation_shards=1 --num_threads=2 > " + log + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_file(log);
-  const std::string output = read_file(log);
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::read_file(log);
+  const std::string output = testing::read_file(log);
   EXPECT_NE(output.find("train: 13 images, 2 shards (0 resumed): 12 written, 3 re-encoded, "
                         "1 skipped"),
             std::string::npos)

@@ -20,14 +20,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempTree {
+class UnreadableTree {
  public:
-  TempTree() {
+  UnreadableTree() {
     path_ = fs::temp_directory_path() / ("ic_converter_unreadable_" + std::to_string(::getpid()) +
                                          "_" + std::to_string(counter_++));
     fs::create_directories(path_);
   }
-  ~TempTree() {
+  ~UnreadableTree() {
     std::error_code ec;
     fs::permissions(path_ / "raw/train/n01/locked.JPEG", fs::perms::owner_all, ec);
     fs::remove_all(path_, ec);
@@ -39,7 +39,7 @@ class TempTree {
   fs::path path_;
 };
 
-std::string small_jpeg() {
+std::string tiny_jpeg() {
   RgbImage image;
   image.height = 16;
   image.width = 24;
@@ -48,15 +48,15 @@ std::string small_jpeg() {
 }
 
 // train/n01: two good images and four entries that are no readable image file.
-void make_tree(const TempTree& tree) {
+void make_tree(const UnreadableTree& tree) {
   fs::create_directories(tree.sub("raw/train/n01"));
-  std::ofstream(tree.sub("raw/train/n01/a.JPEG"), std::ios::binary) << small_jpeg();
-  std::ofstream(tree.sub("raw/train/n01/b.JPEG"), std::ios::binary) << small_jpeg();
+  std::ofstream(tree.sub("raw/train/n01/a.JPEG"), std::ios::binary) << tiny_jpeg();
+  std::ofstream(tree.sub("raw/train/n01/b.JPEG"), std::ios::binary) << tiny_jpeg();
   fs::create_symlink(tree.sub("raw/train/n01/gone.JPEG"), tree.sub("raw/train/n01/dangling.JPEG"));
   ASSERT_EQ(::mkfifo(tree.sub("raw/train/n01/fifo.JPEG").c_str(), 0644), 0);
   fs::create_directories(tree.sub("raw/train/n01/folder.JPEG"));
   // root reads it anyway; anyone else cannot open it.
-  std::ofstream(tree.sub("raw/train/n01/locked.JPEG"), std::ios::binary) << small_jpeg();
+  std::ofstream(tree.sub("raw/train/n01/locked.JPEG"), std::ios::binary) << tiny_jpeg();
   fs::permissions(tree.sub("raw/train/n01/locked.JPEG"), fs::perms::none);
 }
 
@@ -66,7 +66,7 @@ bool names(const std::vector<std::string>& reports, const std::string& what) {
 }
 
 TEST(ConverterUnreadableEntries, AreSkippedNamedAndCountedAndTheRestConverts) {
-  TempTree tree;
+  UnreadableTree tree;
   make_tree(tree);
   ConverterOptions options;
   options.raw_data_dir = tree.sub("raw");
@@ -94,7 +94,7 @@ TEST(ConverterUnreadableEntries, AreSkippedNamedAndCountedAndTheRestConverts) {
 }
 
 TEST(ConverterUnreadableEntries, MoreThanTheAllowedFractionFailsNamingOne) {
-  TempTree tree;
+  UnreadableTree tree;
   make_tree(tree);
   ConverterOptions options;
   options.raw_data_dir = tree.sub("raw");

@@ -11,6 +11,7 @@
 
 #include "data/example.h"
 #include "data/imagenet_converter.h"
+#include "io/file_bytes.h"
 #include "io/tfrecord.h"
 
 namespace ic {
@@ -31,11 +32,6 @@ std::vector<ImageExample> read_records(const fs::path& p) {
     out.push_back(*decode_image_example(record));
   }
   return out;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 class FakeImageNetTest : public ::testing::Test {
@@ -108,8 +104,8 @@ TEST_F(FakeImageNetTest, SameSeedSameBytesWhateverTheThreads) {
   ASSERT_TRUE(make_fake_imagenet(b).ok());
   ASSERT_TRUE(make_fake_imagenet(c).ok());
   const std::string name = shard_name("train", 1, 3);
-  EXPECT_EQ(read_file(root_ / "a" / name), read_file(root_ / "b" / name));
-  EXPECT_NE(read_file(root_ / "a" / name), read_file(root_ / "c" / name));
+  EXPECT_EQ(testing::read_file(root_ / "a" / name), testing::read_file(root_ / "b" / name));
+  EXPECT_NE(testing::read_file(root_ / "a" / name), testing::read_file(root_ / "c" / name));
 }
 
 TEST_F(FakeImageNetTest, ImagesAreSmoothNotNoise) {

@@ -32,7 +32,7 @@ std::string noise_jpeg(int height = 64, int width = 48) {
 
 // A JPEG whose frame header (SOF0) claims height x width; the scan data stays the small one's
 // and ends at its EOI marker.
-std::string jpeg_claiming(int height, int width) {
+std::string noise_jpeg_claiming(int height, int width) {
   std::string bytes = noise_jpeg();
   const size_t sof = bytes.find("\xFF\xC0");
   EXPECT_NE(sof, std::string::npos);
@@ -55,7 +55,7 @@ uint32_t png_crc(std::string_view bytes) {
 
 // A valid PNG whose IHDR claims height x width, with its CRC fixed as a real bomb has it; the
 // image data stays the 4x4 one's.
-std::string png_claiming(uint32_t height, uint32_t width) {
+std::string noise_png_claiming(uint32_t height, uint32_t width) {
   std::string bytes = *encode_png(noise_image(4, 4));
   auto put_be32 = [&](size_t at, uint32_t v) {
     for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<char>(v >> (24 - 8 * i));
@@ -73,7 +73,8 @@ void expect_refused_for_size(const Status& status, const std::string& what) {
 }
 
 TEST(DecompressionBombs, EveryDecoderRefusesThemBeforeAllocatingPixels) {
-  for (const std::string& bomb : {jpeg_claiming(60000, 60000), png_claiming(60000, 60000)}) {
+  for (const std::string& bomb :
+       {noise_jpeg_claiming(60000, 60000), noise_png_claiming(60000, 60000)}) {
     for (const int denom : {1, 8}) {
       RgbImage full;
       expect_refused_for_size(decode_image_into(bomb, denom, &full), "full decode");
@@ -130,7 +131,7 @@ void expect_damaged(const Status& status, const std::string& what) {
 // With the pixel limit off, a small scan behind a 2000x2000 header used to decode "ok": libjpeg
 // warns that the data segment ended early and fills the rest with grey.
 TEST(DamagedJpegs, AScanShorterThanItsHeaderClaimsIsRefusedByBothDecoders) {
-  const std::string short_scan = jpeg_claiming(2000, 2000);
+  const std::string short_scan = noise_jpeg_claiming(2000, 2000);
   RgbImage image;
   expect_damaged(decode_image_into(short_scan, 1, &image, 0), "full decode");
   expect_damaged(decode_image_into(short_scan, 8, &image, 0), "full decode at 1/8");

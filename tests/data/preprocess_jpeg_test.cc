@@ -13,7 +13,7 @@
 namespace ic {
 namespace {
 
-RgbImage textured_image(int height, int width, uint64_t seed) {
+RgbImage wavy_image(int height, int width, uint64_t seed) {
   Rng rng(seed);
   RgbImage image;
   image.height = height;
@@ -85,7 +85,7 @@ constexpr double kTolerance = 2e-3;  // on the [-1, 1] scale, where one level is
 
 TEST(PreprocessJpeg, EvalEqualsResampledFullDecodeAtEveryScale) {
   const int full_h = 250, full_w = 330;
-  const std::string jpeg = *encode_jpeg(textured_image(full_h, full_w, 1), 90);
+  const std::string jpeg = *encode_jpeg(wavy_image(full_h, full_w, 1), 90);
   PreprocessOptions options;
   options.training = false;
   PreprocessScratch scratch;
@@ -107,7 +107,7 @@ TEST(PreprocessJpeg, EvalEqualsResampledFullDecodeAtEveryScale) {
 // Random crops, flips and colour shifts: rebuild each output from the replayed draws.
 TEST(PreprocessJpeg, TrainingEqualsResampledFullDecodeForRandomCrops) {
   const int full_h = 200, full_w = 264;
-  const std::string jpeg = *encode_jpeg(textured_image(full_h, full_w, 2), 90);
+  const std::string jpeg = *encode_jpeg(wavy_image(full_h, full_w, 2), 90);
   PreprocessOptions options;
   options.height = 40;
   options.width = 48;

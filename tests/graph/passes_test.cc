@@ -3,16 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "graph/autodiff.h"
+#include "inference_test_util.h"
 #include "test_graphs.h"
 
 namespace ic {
 namespace {
 
-int count_ops(const Graph& g, const std::string& name) {
-  int n = 0;
-  for (const Node& node : g.nodes) n += name == op_name(node.desc);
-  return n;
-}
+using testing::count_ops;
 
 void expect_producers_consistent(const Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i)

@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_dir(const std::string& name) {
+std::string import_temp_dir(const std::string& name) {
   const std::string dir =
       (fs::temp_directory_path() / ("ic_onnx_import_" + std::to_string(getpid()) + name)).string();
   fs::remove_all(dir);
@@ -71,7 +71,7 @@ std::vector<float> logits_of(const InferenceModel& model, const std::vector<floa
 class OnnxImport : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxImport, LogitsEqualTheCheckpoints) {
-  const std::string dir = temp_dir(GetParam());
+  const std::string dir = import_temp_dir(GetParam());
   write_random_checkpoint(dir, GetParam());
   Result<InferenceModel> trained = load_for_inference(dir, "");
   ASSERT_TRUE(trained.ok()) << trained.status().message();
@@ -122,7 +122,7 @@ void write_onnx(const std::string& path, const onnx::ModelProto& m) {
 }
 
 TEST(OnnxImportErrors, AForeignOrInt8OnnxFileSaysWhatCanBeServed) {
-  const std::string dir = temp_dir("foreign");
+  const std::string dir = import_temp_dir("foreign");
   onnx::ModelProto foreign;
   foreign.set_producer_name("pytorch");
   foreign.mutable_graph()->set_name("resnet");

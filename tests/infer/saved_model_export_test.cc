@@ -27,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_dir(const std::string& name) {
+std::string saved_model_temp_dir(const std::string& name) {
   const std::string dir =
       (fs::temp_directory_path() / ("ic_saved_model_" + std::to_string(getpid()) + name)).string();
   fs::remove_all(dir);
@@ -38,7 +38,7 @@ std::string temp_dir(const std::string& name) {
 // A step-5 checkpoint of `model` with random raw weights, EMA shadows and statistics
 // (variances positive).
 std::string write_random_checkpoint(const std::string& model, int size, double depth) {
-  const std::string dir = temp_dir(model);
+  const std::string dir = saved_model_temp_dir(model);
   const CheckpointMeta meta{model, 7, size, size, depth, ""};
   Graph graph = build_model(inference_model_options(meta, 1).value()).value();
   std::mt19937 rng(11);
@@ -231,7 +231,7 @@ TEST(SavedModelExport, ATrainingGraphIsRefused) {
 }
 
 TEST(SavedModelExport, NoCheckpointIsAnErrorNamingTheModelDir) {
-  const std::string dir = temp_dir("empty");
+  const std::string dir = saved_model_temp_dir("empty");
   Result<std::string> exported = export_newest_saved_model(dir, dir + "/export");
   ASSERT_FALSE(exported.ok());
   EXPECT_NE(exported.status().message().find("no checkpoint in " + dir), std::string::npos)

@@ -17,7 +17,7 @@ namespace {
 using namespace testing;
 
 // The server's log lines, kept for the test to read.
-struct LogLines {
+struct PrecisionLog {
   std::mutex mutex;
   std::vector<std::string> lines;
   std::string all() {
@@ -28,7 +28,8 @@ struct LogLines {
   }
 };
 
-ServerOptions options_for(const std::string& model_dir, ServePrecision precision, LogLines* log) {
+ServerOptions options_for(const std::string& model_dir, ServePrecision precision,
+                          PrecisionLog* log) {
   ServerOptions options;
   options.model_dir = model_dir;
   options.max_batch_size = 2;
@@ -64,7 +65,7 @@ class ServePrecisionTest : public ::testing::Test {
 TempDir* ServePrecisionTest::dir_ = nullptr;
 
 TEST_F(ServePrecisionTest, Float32IsInTheLoadLineHealthzAndMetricsNotInTheModelStatus) {
-  LogLines log;
+  PrecisionLog log;
   RunningServer server(options_for(model_dir(), ServePrecision::float32, &log));
   ASSERT_NE(server.server().current_model(), nullptr) << log.all();
   EXPECT_EQ(server.server().current_model()->precision(), InferencePrecision::float32);
@@ -85,7 +86,7 @@ TEST_F(ServePrecisionTest, Float32IsInTheLoadLineHealthzAndMetricsNotInTheModelS
 }
 
 TEST_F(ServePrecisionTest, AutoIsFloat32WhereTheBackendHasNoNativeBf16) {
-  LogLines log;
+  PrecisionLog log;
   RunningServer server(options_for(model_dir(), ServePrecision::automatic, &log));
   ASSERT_NE(server.server().current_model(), nullptr) << log.all();
   Result<std::unique_ptr<Backend>> backend = make_backend(BackendOptions{});
@@ -145,7 +146,7 @@ TEST_F(ServePrecisionTest, TheTimedChoiceAndBfloat16AnswerAsFloat32Does) {
 }
 
 TEST_F(ServePrecisionTest, Int8RefusesAFloatCheckpointNamingIt) {
-  LogLines log;
+  PrecisionLog log;
   RunningServer server(options_for(model_dir(), ServePrecision::int8, &log));
   EXPECT_EQ(server.server().current_model(), nullptr);
   EXPECT_NE(log.all().find("is not an int8 export"), std::string::npos) << log.all();

@@ -19,6 +19,8 @@
 namespace ic {
 namespace {
 
+using testing::latest_step;
+
 using testing::run_command;
 using testing::run_tool;
 using testing::TempDir;
@@ -61,12 +63,6 @@ std::string flags(const std::string& data_dir, const std::string& model_dir) {
          " --use_tpu=False --num_threads=1 --iterations=2 --train_batch_size=4 "
          "--eval_batch_size=4 --width=75 --height=75 --depth_multiplier=0.1 --num_classes=11 "
          "--save_checkpoints_secs=0 --num_parallel_calls=1";
-}
-
-int64_t latest_step(const std::string& model_dir) {
-  auto latest = latest_checkpoint(model_dir);
-  if (!latest.ok() || !latest->has_value()) return -1;
-  return checkpoint_step(**latest).value_or(-1);
 }
 
 TEST(DataParallel, TwoProcessesTrainEvaluateAndResumeAsOne) {

@@ -17,14 +17,10 @@ namespace ic {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::run_bounded;
 using testing::run_tool;
 using testing::TempDir;
 using testing::ToolOutput;
-
-ToolOutput run_bounded(const std::string& program, const std::string& args, int seconds = 300) {
-  return testing::run_command("timeout " + std::to_string(seconds) + " " +
-                              testing::bin_path(program) + " " + args);
-}
 
 uint32_t png_crc(std::string_view bytes) {
   uint32_t crc = 0xFFFFFFFFu;

@@ -25,6 +25,7 @@ namespace ic {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::run_bounded;
 using testing::run_tool;
 using testing::TempDir;
 using testing::ToolOutput;
@@ -51,11 +52,6 @@ void make_data(const std::string& dir, int num_classes) {
 }
 
 // `timeout` keeps a regression (a hang) from stalling the suite.
-ToolOutput run_bounded(const std::string& program, const std::string& args, int seconds = 300) {
-  return testing::run_command("timeout " + std::to_string(seconds) + " " +
-                              testing::bin_path(program) + " " + args);
-}
-
 // ---- silently wrong ----------------------------------------------------------------------------
 
 TEST(HostileInput, TrainingRefusesLabelsOutsideNumClasses) {

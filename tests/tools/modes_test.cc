@@ -22,6 +22,8 @@
 namespace ic {
 namespace {
 
+using testing::latest_step;
+
 using testing::run_tool;
 using testing::TempDir;
 using testing::ToolOutput;
@@ -34,12 +36,6 @@ std::string tiny_flags(const std::string& model_dir) {
          "--depth_multiplier=0.1 --num_classes=10 --save_checkpoints_secs=0 --num_threads=1 "
          "--model_dir=" +
          model_dir;
-}
-
-int64_t latest_step(const std::string& model_dir) {
-  auto latest = latest_checkpoint(model_dir);
-  if (!latest.ok() || !latest->has_value()) return -1;
-  return checkpoint_step(**latest).value_or(-1);
 }
 
 // Tags of the scalars in the event files directly in `dir`.

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <string>
 
+#include "io/checkpoint_dir.h"
+
 namespace ic::testing {
 
 inline std::string bin_path(const std::string& program) {
@@ -43,6 +45,20 @@ inline ToolOutput run_command(const std::string& command_line) {
 // Runs `program args` from the build's bin directory and waits for it.
 inline ToolOutput run_tool(const std::string& program, const std::string& args) {
   return run_command(bin_path(program) + " " + args);
+}
+
+// run_tool under timeout(1): a tool that hangs on a hostile input fails its test (124)
+// instead of the whole suite.
+inline ToolOutput run_bounded(const std::string& program, const std::string& args,
+                              int seconds = 300) {
+  return run_command("timeout " + std::to_string(seconds) + " " + bin_path(program) + " " + args);
+}
+
+// The global step of model_dir's newest checkpoint; -1 when there is none.
+inline int64_t latest_step(const std::string& model_dir) {
+  auto latest = latest_checkpoint(model_dir);
+  if (!latest.ok() || !latest->has_value()) return -1;
+  return checkpoint_step(**latest).value_or(-1);
 }
 
 // Trains a tiny Inception v3 on fake data to `steps` (absolute) in model_dir, one thread, one
