@@ -2,7 +2,7 @@
 unchanged: Predict with both signatures and both float encodings, Classify, GetModelMetadata,
 GetModelStatus, HandleReloadConfigRequest, and the error codes. Run by grpc_client_run.sh:
 
-    grpc_client_test.py GRPC_PORT REST_PORT MODEL_NAME
+    grpc_client_test.py GRPC_PORT REST_PORT MODEL_NAME MODEL_DIR
 """
 import base64
 import json
@@ -17,7 +17,7 @@ from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      model_service_pb2_grpc, predict_pb2,
                                      prediction_service_pb2_grpc)
 
-grpc_port, rest_port, model = sys.argv[1], sys.argv[2], sys.argv[3]
+grpc_port, rest_port, model, model_dir = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
 stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
 models = model_service_pb2_grpc.ModelServiceStub(channel)
@@ -124,13 +124,15 @@ check([c.label for c in top] == [label for label, _ in rest_top], "Classify: RES
 check(all(np.float32(c.score) == np.float32(score) for c, (_, score) in zip(top, rest_top)),
       "Classify: REST :classify's scores")
 
-# Reload: the served model only.
+# Reload: the served model's own config is applied; a model without a base_path is refused.
 reload = model_management_pb2.ReloadConfigRequest()
-reload.config.model_config_list.config.add().name = model
+own = reload.config.model_config_list.config.add()
+own.name = model
+own.base_path = model_dir
 check(code_of(models.HandleReloadConfigRequest, reload)[0] == grpc.StatusCode.OK, "reload: own config OK")
 reload.config.model_config_list.config.add().name = "another"
 check(code_of(models.HandleReloadConfigRequest, reload)[0] == grpc.StatusCode.INVALID_ARGUMENT,
-      "reload: two models INVALID_ARGUMENT")
+      "reload: a model without base_path INVALID_ARGUMENT")
 
 # Errors.
 def predict_with(change):
