@@ -78,9 +78,12 @@ class JobRunner {
   void record(const char* method, const grpc::Status& status) {
     const double seconds = std::chrono::duration<double>(Clock::now() - arrived_).count();
     const int code = status.ok() ? 200 : status.error_code() == grpc::DEADLINE_EXCEEDED ? 504 : 0;
-    core_.metrics().record_request(std::string("grpc_") + method,
-                                   code ? code : http_status_for(status_code_of(status)), seconds);
+    const int http_code = code ? code : http_status_for(status_code_of(status));
+    core_.metrics().record_request(std::string("grpc_") + method, http_code, seconds);
+    if (!model_.empty()) core_.metrics().record_model_request(model_, http_code);
   }
+  // The served model the call resolved to (counted by model once answered).
+  void set_model(const std::string& name) { model_ = name; }
 
  private:
   static StatusCode status_code_of(const grpc::Status& status) {
@@ -95,6 +98,7 @@ class JobRunner {
   ServingCore& core_;
   grpc::ServerContext& context_;
   Clock::time_point arrived_;
+  std::string model_;
 };
 
 class PredictionService final : public tfs::PredictionService::Service {
@@ -137,6 +141,7 @@ class PredictionService final : public tfs::PredictionService::Service {
                        tfs::PredictResponse* response) {
     Result<std::shared_ptr<ServedModel>> model = resolve(core_, request.model_spec());
     if (!model.ok()) return to_grpc(model.status());
+    runner.set_model(request.model_spec().name());
     Result<PredictSignature> signature = predict_signature(request.model_spec().signature_name());
     if (!signature.ok()) return to_grpc(signature.status());
     Result<std::vector<std::string>> outputs = requested_outputs(request);
@@ -163,6 +168,7 @@ class PredictionService final : public tfs::PredictionService::Service {
                         tfs::ClassificationResponse* response) {
     Result<std::shared_ptr<ServedModel>> model = resolve(core_, request.model_spec());
     if (!model.ok()) return to_grpc(model.status());
+    runner.set_model(request.model_spec().name());
     Result<PredictSignature> signature = predict_signature(request.model_spec().signature_name());
     if (!signature.ok()) return to_grpc(signature.status());
     Result<std::vector<std::string_view>> images = example_images(request.input());

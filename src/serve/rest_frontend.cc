@@ -65,15 +65,18 @@ class Routes {
 
   http::Response handle(http::Request& request) {
     const Clock::time_point arrived = Clock::now();
-    std::string endpoint = "other";
-    http::Response response = route(request, arrived, &endpoint);
+    std::string endpoint = "other", model;
+    http::Response response = route(request, arrived, &endpoint, &model);
     core_.metrics().record_request(endpoint, response.status,
                                    std::chrono::duration<double>(Clock::now() - arrived).count());
+    if (!model.empty()) core_.metrics().record_model_request(model, response.status);
     return response;
   }
 
  private:
-  http::Response route(http::Request& request, Clock::time_point arrived, std::string* endpoint) {
+  // *model: the served model a predict or classify ran on (empty: none).
+  http::Response route(http::Request& request, Clock::time_point arrived, std::string* endpoint,
+                       std::string* model_name) {
     const std::string path(request.path());
     const bool get = request.method == "GET" || request.method == "HEAD";
     std::smatch match;
@@ -96,6 +99,7 @@ class Routes {
         return error_answer(invalid_argument(
             "this model is a classifier: use :predict or :classify, not :regress"));
       }
+      *model_name = named->name;
       return predict(request, *model, *endpoint == "classify", arrived);
     }
     struct Page {

@@ -208,6 +208,15 @@ TEST_F(ServeModels, TwoModelsWithPoliciesAndLabelsOverRestAndGrpc) {
   EXPECT_EQ(unknown.status, 404);
   EXPECT_NE(error_of(unknown).find("'flowers'"), std::string::npos) << unknown.body;
 
+  // Predictions are counted by model.
+  const std::string metrics = http_get(server.port(), "/metrics").body;
+  EXPECT_NE(metrics.find("serve_model_requests_total{model=\"flowers\",code=\"200\"} 2"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("serve_model_requests_total{model=\"mnist\",code=\"200\"} 2"),
+            std::string::npos)
+      << metrics;
+
   // gRPC: the same models, versions and labels.
   GrpcClient client(server.server().grpc_port());
   const std::vector<float> image = preprocessed(test_image(3), 75);
