@@ -127,20 +127,29 @@ void ModelManager::sync(const std::shared_ptr<Model>& model) {
   std::set<int64_t> on_disk;
   for (const auto& entry : *found) on_disk.insert(entry.first);
   const std::set<int64_t> wanted = select_versions(config.policy, on_disk);
-  // Newest first: with latest N the version most requests will get is ready soonest.
-  for (auto it = wanted.rbegin(); it != wanted.rend(); ++it) {
-    const std::string& path = found->at(*it);
-    {
-      std::lock_guard lock(mutex_);
+  // Newest first: with latest N the version most requests will get is ready soonest. The
+  // versions waiting for their turn are START meanwhile.
+  std::vector<int64_t> to_load;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = wanted.rbegin(); it != wanted.rend(); ++it) {
+      const std::string& path = found->at(*it);
       auto known = model->versions.find(*it);
-      if (known != model->versions.end() && known->second.path == path &&
-          (known->second.state == VersionState::available ||
-           (known->second.state == VersionState::end && !known->second.status.ok()))) {
+      if (known != model->versions.end() &&
+          ((known->second.state == VersionState::available && known->second.path == path) ||
+           known->second.failed_path == path)) {
         continue;  // loaded, or failed to load from these very files: not retried
       }
+      Version& entry = model->versions[*it];
+      if (entry.state != VersionState::available) {
+        entry.path = path;
+        entry.state = VersionState::start;
+        entry.status = Status();
+      }
+      to_load.push_back(*it);
     }
-    load(model, *it, path);
   }
+  for (int64_t version : to_load) load(model, version, found->at(version));
   std::lock_guard lock(mutex_);
   const bool serving_wanted = std::any_of(wanted.begin(), wanted.end(), [&](int64_t v) {
     auto known = model->versions.find(v);
@@ -174,10 +183,11 @@ void ModelManager::load(const std::shared_ptr<Model>& model, int64_t version,
     std::lock_guard lock(mutex_);
     base_path = model->config.base_path;
     Version& entry = model->versions[version];
-    entry.path = path;
-    entry.state = VersionState::loading;
-    entry.status = Status();
-    entry.model.reset();
+    // A version already available (its files replaced) serves until the new ones load.
+    if (entry.state != VersionState::available) {
+      entry.path = path;
+      entry.state = VersionState::loading;
+    }
     name = model->name;
   }
   const auto start = Clock::now();
@@ -187,14 +197,20 @@ void ModelManager::load(const std::shared_ptr<Model>& model, int64_t version,
   const std::shared_ptr<ServedModel> before = newest_available(*model);
   Version& entry = model->versions[version];
   if (!loaded.ok()) {
-    entry.state = VersionState::end;
-    entry.status = loaded.status();
+    entry.failed_path = path;
+    if (entry.state != VersionState::available) {
+      entry.state = VersionState::end;
+      entry.status = loaded.status();
+    }
     log("could not load a checkpoint: " + loaded.status().message() +
         (before ? "; still serving version " + std::to_string(before->version()) : ""));
     return;
   }
   const std::shared_ptr<ServedModel>& fresh = *loaded;
   if (model->name.empty()) model->name = fresh->meta().model;
+  entry.path = path;
+  entry.failed_path.clear();
+  entry.status = Status();
   entry.state = VersionState::available;
   entry.model = fresh;
   const bool replaces = before && before->version() < fresh->version();

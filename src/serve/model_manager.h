@@ -93,6 +93,7 @@ class ModelManager {
     VersionState state = VersionState::start;
     Status status;
     std::shared_ptr<ServedModel> model;  // set while available
+    std::string failed_path;             // files that failed to load: not tried again
   };
   struct Model {
     ModelConfigEntry config;
