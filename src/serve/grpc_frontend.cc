@@ -225,7 +225,7 @@ class ModelService final : public tfs::ModelService::Service {
           static_cast<tfs::ModelVersionStatus::State>(10 * (static_cast<int>(v.state) + 1)));
       status.mutable_status()->set_error_code(
           static_cast<tensorflow::error::Code>(grpc_code_for(v.status.code())));
-      status.mutable_status()->set_error_message(v.status.message());
+      if (!v.status.ok()) status.mutable_status()->set_error_message(v.status.message());
     }
     return grpc::Status::OK;
   }
@@ -237,7 +237,7 @@ class ModelService final : public tfs::ModelService::Service {
     const Status applied = core_.reload(request->config());
     response->mutable_status()->set_error_code(
         static_cast<tensorflow::error::Code>(grpc_code_for(applied.code())));
-    response->mutable_status()->set_error_message(applied.message());
+    if (!applied.ok()) response->mutable_status()->set_error_message(applied.message());
     return to_grpc(applied);
   }
 

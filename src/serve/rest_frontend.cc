@@ -140,7 +140,7 @@ class Routes {
                       {"state", version_state_name(v.state)},
                       {"status",
                        {{"error_code", status_code_name(v.status.code())},
-                        {"error_message", v.status.message()}}}});
+                        {"error_message", v.status.ok() ? "" : v.status.message()}}}});
     }
     return json_answer(200, json{{"model_version_status", list}}.dump());
   }

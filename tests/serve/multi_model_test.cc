@@ -289,6 +289,8 @@ TEST_F(ServeModels, AVersionThatFailsToLoadIsEndWithItsError) {
   const json& available = status.body["model_version_status"][0];
   EXPECT_EQ(available["version"], "1");
   EXPECT_EQ(available["state"], "AVAILABLE");
+  EXPECT_EQ(available["status"]["error_code"], "OK");
+  EXPECT_EQ(available["status"]["error_message"], "");
   const json& failed = status.body["model_version_status"][1];
   EXPECT_EQ(failed["version"], "2");
   EXPECT_EQ(failed["state"], "END");
