@@ -22,9 +22,13 @@
 //                          bytes
 //   fuzz_warmup            warm-up files: a classify Predict and a Classify of two tf.Examples,
 //                          and one whose second record is a regress_log
+//   fuzz_model_config      model config files: two models with a specific policy and
+//                          stable/canary labels, latest 2 and all; one with a label outside
+//                          its policy
 //   fuzz_gcs_json          Cloud Storage / OAuth bodies: a listing page, object metadata, a
 //                          token response, a service-account key (dummy PEM), rewrite and
 //                          error responses
+#include <google/protobuf/text_format.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -45,6 +49,7 @@
 #include "io/safetensors.h"
 #include "io/tensor_bundle.h"
 #include "io/tfrecord.h"
+#include "proto/tensorflow_serving/model_server_config.pb.h"
 #include "proto/tensorflow_serving/predict.pb.h"
 #include "proto/tensorflow_serving/prediction_log.pb.h"
 #include "serve/base64.h"
@@ -378,6 +383,37 @@ ic::Status grpc_predict_seeds(const fs::path& dir, const std::string& jpeg,
   return write_bytes(dir / "image_bytes", encoded.SerializeAsString());
 }
 
+// serve's --model_config_file: ModelServerConfigs in protobuf text format, as TextFormat
+// prints them.
+ic::Status model_config_seeds(const fs::path& dir) {
+  namespace tfs = tensorflow::serving;
+  tfs::ModelServerConfig config;
+  tfs::ModelConfig& flowers = *config.mutable_model_config_list()->add_config();
+  flowers.set_name("flowers");
+  flowers.set_base_path("/models/flowers");
+  flowers.set_model_platform("tensorflow");
+  flowers.mutable_model_version_policy()->mutable_specific()->add_versions(1);
+  flowers.mutable_model_version_policy()->mutable_specific()->add_versions(2);
+  (*flowers.mutable_version_labels())["stable"] = 1;
+  (*flowers.mutable_version_labels())["canary"] = 2;
+  tfs::ModelConfig& mnist = *config.mutable_model_config_list()->add_config();
+  mnist.set_name("mnist");
+  mnist.set_base_path("gs://bucket/mnist");
+  mnist.mutable_model_version_policy()->mutable_latest()->set_num_versions(2);
+  tfs::ModelConfig& every = *config.mutable_model_config_list()->add_config();
+  every.set_name("every");
+  every.set_base_path("/models/every");
+  every.mutable_model_version_policy()->mutable_all();
+  std::string text;
+  if (!google::protobuf::TextFormat::PrintToString(config, &text))
+    return ic::error("cannot print a model config");
+  IC_RETURN_IF_ERROR(write_bytes(dir / "three_models", text));
+  (*config.mutable_model_config_list()->mutable_config(0)->mutable_version_labels())["beta"] = 7;
+  if (!google::protobuf::TextFormat::PrintToString(config, &text))
+    return ic::error("cannot print a model config");
+  return write_bytes(dir / "label_outside_policy", text);
+}
+
 // serve's warm-up files (tf_serving_warmup_requests): TFRecords of PredictionLogs.
 ic::Status warmup_seeds(const fs::path& dir, const std::string& jpeg, const std::string& png) {
   tensorflow::serving::PredictionLog predict;
@@ -474,11 +510,11 @@ ic::Status http_request_seeds(const fs::path& dir) {
 
 ic::Status make_seeds(const fs::path& out) {
   for (const char* harness :
-       {"fuzz_tfrecord", "fuzz_example", "fuzz_image", "fuzz_preprocess", "fuzz_safetensors",
-        "fuzz_tensor_bundle", "fuzz_json", "fuzz_npy", "fuzz_event", "fuzz_checkpoint_state",
-        "fuzz_idx", "fuzz_synset_labels", "fuzz_input_position", "fuzz_predict_request",
-        "fuzz_gcs_json", "fuzz_int8_export", "fuzz_http_request", "fuzz_grpc_predict",
-        "fuzz_warmup"}) {
+       {"fuzz_tfrecord",       "fuzz_example",          "fuzz_image",    "fuzz_preprocess",
+        "fuzz_safetensors",    "fuzz_tensor_bundle",    "fuzz_json",     "fuzz_npy",
+        "fuzz_event",          "fuzz_checkpoint_state", "fuzz_idx",      "fuzz_synset_labels",
+        "fuzz_input_position", "fuzz_predict_request",  "fuzz_gcs_json", "fuzz_int8_export",
+        "fuzz_http_request",   "fuzz_grpc_predict",     "fuzz_warmup",   "fuzz_model_config"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -512,6 +548,7 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(http_request_seeds(out / "fuzz_http_request"));
   IC_RETURN_IF_ERROR(grpc_predict_seeds(out / "fuzz_grpc_predict", jpeg, png));
   IC_RETURN_IF_ERROR(warmup_seeds(out / "fuzz_warmup", jpeg, png));
+  IC_RETURN_IF_ERROR(model_config_seeds(out / "fuzz_model_config"));
   return synset_label_seeds(out / "fuzz_synset_labels");
 }
 

@@ -2,7 +2,9 @@
 // REST APIs, with tensorflow_model_server's flag names:
 //   serve --model_dir=DIR [--port=8500 (gRPC)] [--rest_api_port=8501] [--max_batch_size=32]
 //         [--labels_file=F] [--precision=auto]
-// It serves the newest checkpoint and picks up newer ones without a restart. SIGTERM/SIGINT
+//   serve --model_config_file=FILE [--model_config_file_poll_wait_seconds=N] ...
+// It serves the newest checkpoint (or, from a config, each model's versions its policy
+// selects) and picks up newer ones without a restart. SIGTERM/SIGINT
 // stop accepting connections, answer every request in flight, and exit 0.
 #include <array>
 #include <atomic>
@@ -42,6 +44,9 @@ namespace {
 
 struct ServeFlags {
   std::string model_dir, model_name;
+  std::string model_config_file;
+  int64_t model_config_file_poll_wait_seconds = 0;
+  int64_t file_system_poll_wait_seconds = 1;
   std::string host = "127.0.0.1";
   int32_t port = 8500;           // gRPC
   int32_t rest_api_port = 8501;  // 0: no REST; -1: any free port
@@ -59,7 +64,7 @@ struct ServeFlags {
   int64_t max_connections = 8192;
   int64_t max_connections_per_client = 2048;
   int64_t max_inflight_bytes = int64_t{256} << 20;
-  int64_t poll_interval_ms = 1000;
+  int64_t poll_interval_ms = -1;  // -1: file_system_poll_wait_seconds
   std::string labels_file;
   ic::ServePrecision precision = ic::ServePrecision::automatic;
 };
@@ -74,6 +79,14 @@ const ic::FlagTable<ServeFlags>& serve_flags() {
            "<N>/model.safetensors export, is served (and reloaded)"),
       text("model_name", &O::model_name,
            "The NAME in /v1/models/NAME; empty = the checkpoint's model (e.g. inception_v3)"),
+      text("model_config_file", &O::model_config_file,
+           "Several models (local or gs://): TensorFlow Serving's ModelServerConfig in protobuf "
+           "text format (model_config_list with name, base_path, model_version_policy, "
+           "version_labels); instead of --model_dir and --model_name"),
+      number("model_config_file_poll_wait_seconds", &O::model_config_file_poll_wait_seconds,
+             at_least(0),
+             "How often --model_config_file is read again (models added are loaded, removed "
+             "ones unloaded; a bad file is logged and ignored); 0 = read once"),
       text("host", &O::host, "Address to listen on (0.0.0.0: every interface)"),
       number("port", &O::port, from_to(0, 65535),
              "gRPC port (TensorFlow Serving's API; tensorflow_model_server's flag; 0 = any free). "
@@ -112,8 +125,13 @@ const ic::FlagTable<ServeFlags>& serve_flags() {
       number("max_inflight_bytes", &O::max_inflight_bytes, at_least(1),
              "REST request bodies being received or answered, all together, at most; a request "
              "beyond it answers 503 before its body is read"),
-      number("poll_interval_ms", &O::poll_interval_ms, at_least(0),
-             "How often model_dir is checked for a newer checkpoint; 0 = never reload"),
+      number("file_system_poll_wait_seconds", &O::file_system_poll_wait_seconds, at_least(0),
+             "How often each model's base path (--model_dir) is checked for new versions; "
+             "0 = never reload"),
+      number("poll_interval_ms", &O::poll_interval_ms, at_least(-1),
+             "The same check's interval in milliseconds, winning over "
+             "--file_system_poll_wait_seconds when 0 or more (0 = never reload); -1 = that "
+             "flag's"),
       text("labels_file", &O::labels_file,
            "Label names for :classify: '<label> <name>' lines or one name per line"),
       choice("precision", &O::precision,
@@ -136,13 +154,22 @@ int serve_main(int argc, char** argv) {
                              "--labels_file=LABELS"};
   if (std::optional<int> exit_code = start_tool(help, serve_flags(), argc, argv, &flags))
     return *exit_code;
-  if (flags.model_dir.empty()) {
-    std::cerr << "serve: give --model_dir (--help lists the flags)" << std::endl;
+  if (flags.model_dir.empty() && flags.model_config_file.empty()) {
+    std::cerr << "serve: give --model_dir or --model_config_file (--help lists the flags)"
+              << std::endl;
+    return 2;
+  }
+  if (!flags.model_config_file.empty() && (!flags.model_dir.empty() || !flags.model_name.empty())) {
+    std::cerr << "serve: --model_config_file names the models: give it, or --model_dir (and "
+                 "--model_name), not both"
+              << std::endl;
     return 2;
   }
   ServerOptions options;
   options.model_dir = flags.model_dir;
   options.model_name = flags.model_name;
+  options.model_config_file = flags.model_config_file;
+  options.model_config_poll = std::chrono::seconds(flags.model_config_file_poll_wait_seconds);
   options.host = flags.host;
   options.grpc_port = flags.port;
   // tensorflow_model_server's --rest_api_port=0 turns REST off; ServerOptions' 0 is any port.
@@ -165,7 +192,9 @@ int serve_main(int argc, char** argv) {
   options.max_connections = static_cast<size_t>(flags.max_connections);
   options.max_connections_per_client = static_cast<size_t>(flags.max_connections_per_client);
   options.max_inflight_bytes = static_cast<size_t>(flags.max_inflight_bytes);
-  options.poll_interval = std::chrono::milliseconds(flags.poll_interval_ms);
+  options.poll_interval = flags.poll_interval_ms >= 0
+                              ? std::chrono::milliseconds(flags.poll_interval_ms)
+                              : std::chrono::seconds(flags.file_system_poll_wait_seconds);
   options.precision = flags.precision;
   if (!flags.labels_file.empty()) {
     Result<std::map<int64_t, std::string>> names = read_label_names(flags.labels_file);
@@ -198,9 +227,10 @@ int serve_main(int argc, char** argv) {
   } else {
     std::cerr << "serve: REST is off (--rest_api_port=0)";
   }
-  std::cerr << " (model_dir " << flags.model_dir << ", precision " << precision
-            << ", batches up to " << flags.max_batch_size << ", batch timeout "
-            << flags.batch_timeout_micros << " us)" << std::endl;
+  std::cerr << (flags.model_config_file.empty() ? " (model_dir " + flags.model_dir
+                                                : " (model_config_file " + flags.model_config_file)
+            << ", precision " << precision << ", batches up to " << flags.max_batch_size
+            << ", batch timeout " << flags.batch_timeout_micros << " us)" << std::endl;
   // The signal handler only sets a flag; this thread turns it into a shutdown. Asked again
   // until run() has returned, in case the signal came before the server was accepting.
   std::atomic<bool> finished{false};

@@ -73,39 +73,76 @@ std::optional<int64_t> export_version_of(const std::string& path) {
   return version_number(base_name(parent_path(path)));
 }
 
+namespace {
+
+// The servable a version directory holds: model.safetensors, else saved_model.pb with its
+// variables/ (written after variables/, but a copy made by hand may lack them), else
+// model.onnx; nullopt when none.
+Result<std::optional<std::string>> servable_in(FileSystem& fs, const std::string& version_dir) {
+  const std::string safetensors = join_path(version_dir, kExportFile);
+  IC_ASSIGN_OR_RETURN(bool found, fs.exists(safetensors));
+  if (found) return std::optional<std::string>(safetensors);
+  const std::string saved_model = join_path(version_dir, kSavedModelFile);
+  IC_ASSIGN_OR_RETURN(found, fs.exists(saved_model));
+  if (found) {
+    IC_ASSIGN_OR_RETURN(found, fs.exists(bundle_index_path(saved_model_variables(saved_model))));
+    if (found) return std::optional<std::string>(saved_model);
+  }
+  const std::string onnx = join_path(version_dir, kOnnxFile);
+  IC_ASSIGN_OR_RETURN(found, fs.exists(onnx));
+  if (found) return std::optional<std::string>(onnx);
+  return std::optional<std::string>();
+}
+
+// The numeric version directories of an export base directory, highest first (none when
+// `dir` is not a directory).
+Result<std::vector<std::pair<int64_t, std::string>>> version_dirs(FileSystem& fs,
+                                                                  const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> versions;
+  // A directory that does not exist (yet) holds nothing to serve, as one without a
+  // `checkpoint` file: the callers say "no checkpoint in DIR", serve waits for one.
+  IC_ASSIGN_OR_RETURN(bool is_dir, fs.is_directory(dir));
+  if (!is_dir) return versions;
+  IC_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs.list(dir));
+  for (const DirEntry& entry : entries) {
+    if (!entry.is_directory) continue;
+    if (std::optional<int64_t> number = version_number(entry.name))
+      versions.emplace_back(*number, join_path(dir, entry.name));
+  }
+  std::sort(versions.rbegin(), versions.rend());
+  return versions;
+}
+
+}  // namespace
+
 Result<std::optional<std::string>> newest_servable(const std::string& dir) {
   IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(dir));
   if (latest) return latest;
   IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(dir));
-  // A directory that does not exist (yet) holds nothing to serve, as one without a
-  // `checkpoint` file: the callers say "no checkpoint in DIR", serve waits for one.
-  IC_ASSIGN_OR_RETURN(bool is_dir, fs->is_directory(dir));
-  if (!is_dir) return std::optional<std::string>();
-  IC_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs->list(dir));
-  std::vector<std::pair<int64_t, std::string>> versions;
-  for (const DirEntry& entry : entries) {
-    if (!entry.is_directory) continue;
-    if (std::optional<int64_t> number = version_number(entry.name))
-      versions.emplace_back(*number, entry.name);
-  }
-  std::sort(versions.rbegin(), versions.rend());
-  for (const auto& [number, name] : versions) {
-    const std::string version_dir = join_path(dir, name);
-    const std::string safetensors = join_path(version_dir, kExportFile);
-    IC_ASSIGN_OR_RETURN(bool found, fs->exists(safetensors));
-    if (found) return std::optional<std::string>(safetensors);
-    // saved_model.pb is written after variables/, but a copy made by hand may lack them.
-    const std::string saved_model = join_path(version_dir, kSavedModelFile);
-    IC_ASSIGN_OR_RETURN(found, fs->exists(saved_model));
-    if (found) {
-      IC_ASSIGN_OR_RETURN(found, fs->exists(bundle_index_path(saved_model_variables(saved_model))));
-      if (found) return std::optional<std::string>(saved_model);
-    }
-    const std::string onnx = join_path(version_dir, kOnnxFile);
-    IC_ASSIGN_OR_RETURN(found, fs->exists(onnx));
-    if (found) return std::optional<std::string>(onnx);
+  IC_ASSIGN_OR_RETURN(auto versions, version_dirs(*fs, dir));
+  for (const auto& [number, version_dir] : versions) {
+    IC_ASSIGN_OR_RETURN(std::optional<std::string> servable, servable_in(*fs, version_dir));
+    if (servable) return servable;
   }
   return std::optional<std::string>();
+}
+
+Result<std::map<int64_t, std::string>> servable_versions(const std::string& dir) {
+  std::map<int64_t, std::string> found;
+  IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(dir));
+  if (latest) {
+    // A training directory: its newest checkpoint only (older ones are pruned by the trainer
+    // while they might be loading).
+    found.emplace(checkpoint_step(*latest).value_or(0), *latest);
+    return found;
+  }
+  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(dir));
+  IC_ASSIGN_OR_RETURN(auto versions, version_dirs(*fs, dir));
+  for (const auto& [number, version_dir] : versions) {
+    IC_ASSIGN_OR_RETURN(std::optional<std::string> servable, servable_in(*fs, version_dir));
+    if (servable) found.emplace(number, *servable);
+  }
+  return found;
 }
 
 Result<std::string> resolve_checkpoint(const std::string& model_dir,

@@ -53,6 +53,10 @@ inline constexpr char kExportGlobalStepKey[] = "global_step";
 //    (`--format=onnx`; infer/onnx_import.h reads it, as this layer does not link libonnx);
 //  - else nullopt. Works through the file-system seam (local paths and gs://).
 Result<std::optional<std::string>> newest_servable(const std::string& dir);
+// Every servable version in `dir` by number, with newest_servable's rules: for a training
+// directory its newest checkpoint only (version: the step in its name); for an export base
+// directory each numeric <version> holding a servable. Empty when there is none.
+Result<std::map<int64_t, std::string>> servable_versions(const std::string& dir);
 // The export version of a servable path: N for <base>/<N>/model.safetensors, saved_model.pb or
 // model.onnx (N all digits), else nullopt (a checkpoint, whose version is its global step).
 std::optional<int64_t> export_version_of(const std::string& path);

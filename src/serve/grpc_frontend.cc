@@ -10,6 +10,7 @@
 #include "serve/grpc_model_info.h"
 #include "serve/grpc_tensors.h"
 #include "serve/http_status.h"
+#include "serve/model_manager.h"
 
 namespace ic {
 namespace {
@@ -23,22 +24,28 @@ grpc::Status to_grpc(const Status& status) {
                       status.message());
 }
 
-// The model a ModelSpec names: its name, and a version number if it gives one.
-Result<std::shared_ptr<ServedModel>> resolve(const ServingCore& core, const tfs::ModelSpec& spec) {
+// What a ModelSpec names: a model, and a version number or a version label.
+Result<ModelRequest> model_request(const tfs::ModelSpec& spec) {
   if (spec.name().empty()) return invalid_argument("model_spec.name is empty: name the model");
-  std::optional<std::string> version;
-  if (spec.has_version()) version = std::to_string(spec.version().value());
-  if (!spec.version_label().empty()) {
-    IC_RETURN_IF_ERROR(core.resolve(spec.name(), std::nullopt).status());
-    return not_found("version label '", spec.version_label(), "' of '", spec.name(),
-                     "' is not known (serve names versions by number only)");
+  ModelRequest request;
+  request.name = spec.name();
+  if (spec.has_version()) request.version = spec.version().value();
+  if (spec.version_choice_case() == tfs::ModelSpec::kVersionLabel) {
+    request.label = spec.version_label();
   }
-  return core.resolve(spec.name(), version);
+  return request;
 }
 
-void answer_spec(const ServingCore& core, const ServedModel& model, const std::string& signature,
-                 tfs::ModelSpec* spec) {
-  spec->set_name(core.name());
+// The model version a ModelSpec names.
+Result<std::shared_ptr<ServedModel>> resolve(const ServingCore& core, const tfs::ModelSpec& spec) {
+  IC_ASSIGN_OR_RETURN(ModelRequest request, model_request(spec));
+  return core.resolve(request);
+}
+
+// The answer names the model as asked, and the version that answered.
+void answer_spec(const tfs::ModelSpec& asked, const ServedModel& model,
+                 const std::string& signature, tfs::ModelSpec* spec) {
+  spec->set_name(asked.name());
   spec->mutable_version()->set_value(model.version());
   spec->set_signature_name(signature);
 }
@@ -71,9 +78,12 @@ class JobRunner {
   void record(const char* method, const grpc::Status& status) {
     const double seconds = std::chrono::duration<double>(Clock::now() - arrived_).count();
     const int code = status.ok() ? 200 : status.error_code() == grpc::DEADLINE_EXCEEDED ? 504 : 0;
-    core_.metrics().record_request(std::string("grpc_") + method,
-                                   code ? code : http_status_for(status_code_of(status)), seconds);
+    const int http_code = code ? code : http_status_for(status_code_of(status));
+    core_.metrics().record_request(std::string("grpc_") + method, http_code, seconds);
+    if (!model_.empty()) core_.metrics().record_model_request(model_, http_code);
   }
+  // The served model the call resolved to (counted by model once answered).
+  void set_model(const std::string& name) { model_ = name; }
 
  private:
   static StatusCode status_code_of(const grpc::Status& status) {
@@ -88,6 +98,7 @@ class JobRunner {
   ServingCore& core_;
   grpc::ServerContext& context_;
   Clock::time_point arrived_;
+  std::string model_;
 };
 
 class PredictionService final : public tfs::PredictionService::Service {
@@ -120,7 +131,7 @@ class PredictionService final : public tfs::PredictionService::Service {
                                         "' (the only one is 'signature_def')"));
       }
     }
-    answer_spec(core_, **model, "", response->mutable_model_spec());
+    answer_spec(request->model_spec(), **model, "", response->mutable_model_spec());
     (*response->mutable_metadata())["signature_def"].PackFrom(signature_def_map((*model)->meta()));
     return grpc::Status::OK;
   }
@@ -130,6 +141,7 @@ class PredictionService final : public tfs::PredictionService::Service {
                        tfs::PredictResponse* response) {
     Result<std::shared_ptr<ServedModel>> model = resolve(core_, request.model_spec());
     if (!model.ok()) return to_grpc(model.status());
+    runner.set_model(request.model_spec().name());
     Result<PredictSignature> signature = predict_signature(request.model_spec().signature_name());
     if (!signature.ok()) return to_grpc(signature.status());
     Result<std::vector<std::string>> outputs = requested_outputs(request);
@@ -146,7 +158,7 @@ class PredictionService final : public tfs::PredictionService::Service {
     if (!ran.ok()) return ran;
     write_predict_outputs(job->logits(0), images->count, (*model)->num_classes(), *outputs,
                           response);
-    answer_spec(core_, **model,
+    answer_spec(request.model_spec(), **model,
                 *signature == PredictSignature::classify ? "classify" : "serving_default",
                 response->mutable_model_spec());
     return grpc::Status::OK;
@@ -156,6 +168,7 @@ class PredictionService final : public tfs::PredictionService::Service {
                         tfs::ClassificationResponse* response) {
     Result<std::shared_ptr<ServedModel>> model = resolve(core_, request.model_spec());
     if (!model.ok()) return to_grpc(model.status());
+    runner.set_model(request.model_spec().name());
     Result<PredictSignature> signature = predict_signature(request.model_spec().signature_name());
     if (!signature.ok()) return to_grpc(signature.status());
     Result<std::vector<std::string_view>> images = example_images(request.input());
@@ -181,7 +194,7 @@ class PredictionService final : public tfs::PredictionService::Service {
         entry.set_score(probability);
       }
     }
-    answer_spec(core_, **model, "classify", response->mutable_model_spec());
+    answer_spec(request.model_spec(), **model, "classify", response->mutable_model_spec());
     return grpc::Status::OK;
   }
 
@@ -194,23 +207,38 @@ class ModelService final : public tfs::ModelService::Service {
 
   grpc::Status GetModelStatus(grpc::ServerContext*, const tfs::GetModelStatusRequest* request,
                               tfs::GetModelStatusResponse* response) override {
-    Result<std::shared_ptr<ServedModel>> model = resolve(core_, request->model_spec());
-    if (!model.ok()) return to_grpc(model.status());
-    tfs::ModelVersionStatus& status = *response->add_model_version_status();
-    status.set_version((*model)->version());
-    status.set_state(tfs::ModelVersionStatus::AVAILABLE);
-    status.mutable_status()->set_error_code(tensorflow::error::OK);
+    Result<ModelRequest> named = model_request(request->model_spec());
+    if (!named.ok()) return to_grpc(named.status());
+    std::optional<int64_t> version = named->version;
+    if (named->label) {
+      Result<std::shared_ptr<ServedModel>> model = core_.resolve(*named);
+      if (!model.ok()) return to_grpc(model.status());
+      version = (*model)->version();
+    }
+    Result<std::vector<VersionStatus>> versions = core_.status(named->name, version);
+    if (!versions.ok()) return to_grpc(versions.status());
+    for (const VersionStatus& v : *versions) {
+      tfs::ModelVersionStatus& status = *response->add_model_version_status();
+      status.set_version(v.version);
+      // TF Serving's enum values: START 10, LOADING 20, ... END 50, in VersionState's order.
+      status.set_state(
+          static_cast<tfs::ModelVersionStatus::State>(10 * (static_cast<int>(v.state) + 1)));
+      status.mutable_status()->set_error_code(
+          static_cast<tensorflow::error::Code>(grpc_code_for(v.status.code())));
+      if (!v.status.ok()) status.mutable_status()->set_error_message(v.status.message());
+    }
     return grpc::Status::OK;
   }
 
+  // As TF Serving: the response's status and the call's both say how applying it went.
   grpc::Status HandleReloadConfigRequest(grpc::ServerContext*,
                                          const tfs::ReloadConfigRequest* request,
                                          tfs::ReloadConfigResponse* response) override {
-    const Status checked =
-        check_reload_config(core_.name(), core_.options().model_dir, request->config());
-    if (!checked.ok()) return to_grpc(checked);
-    response->mutable_status()->set_error_code(tensorflow::error::OK);
-    return grpc::Status::OK;
+    const Status applied = core_.reload(request->config());
+    response->mutable_status()->set_error_code(
+        static_cast<tensorflow::error::Code>(grpc_code_for(applied.code())));
+    if (!applied.ok()) response->mutable_status()->set_error_message(applied.message());
+    return to_grpc(applied);
   }
 
  private:

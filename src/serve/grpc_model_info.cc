@@ -37,28 +37,4 @@ tensorflow::serving::SignatureDefMap signature_def_map(const CheckpointMeta& met
   return map;
 }
 
-Status check_reload_config(const std::string& served_name, const std::string& model_dir,
-                           const tensorflow::serving::ModelServerConfig& config) {
-  if (served_name.empty()) return unavailable("no model is loaded yet: nothing to reload");
-  if (!config.has_model_config_list()) {
-    return invalid_argument("the config has no model_config_list (serve reads only that)");
-  }
-  const auto& models = config.model_config_list().config();
-  if (models.size() != 1) {
-    return invalid_argument("the config lists ", models.size(), " models; serve serves one ('",
-                            served_name, "' from --model_dir) and cannot serve several yet");
-  }
-  const tensorflow::serving::ModelConfig& model = models[0];
-  if (model.name() != served_name) {
-    return invalid_argument("the config names model '", model.name(), "'; this server serves '",
-                            served_name, "' and cannot add or rename models");
-  }
-  if (!model.base_path().empty() && model.base_path() != model_dir) {
-    return invalid_argument("the config's base_path ", model.base_path(),
-                            " is not this server's --model_dir ", model_dir,
-                            " (a config cannot move a model)");
-  }
-  return Status();
-}
-
 }  // namespace ic

@@ -92,6 +92,29 @@ void ServerMetrics::record_precision(const std::string& model, const std::string
   precision_ = precision;
 }
 
+void ServerMetrics::record_model_request(const std::string& model, int code) {
+  std::lock_guard lock(mutex_);
+  ++model_requests_[{model, code}];
+}
+
+namespace {
+
+// A label value as Prometheus' text format writes it: a config's model name may hold anything.
+std::string label_value(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string ServerMetrics::prometheus_text() const {
   std::lock_guard lock(mutex_);
   std::string out;
@@ -99,6 +122,14 @@ std::string ServerMetrics::prometheus_text() const {
   out += "# TYPE serve_requests_total counter\n";
   for (const auto& [key, count] : requests_) {
     out += "serve_requests_total{endpoint=\"" + key.first + "\",code=\"" +
+           std::to_string(key.second) + "\"} " + std::to_string(count) + "\n";
+  }
+  out +=
+      "# HELP serve_model_requests_total Predicts and classifies (REST and gRPC), by model "
+      "and HTTP status code.\n";
+  out += "# TYPE serve_model_requests_total counter\n";
+  for (const auto& [key, count] : model_requests_) {
+    out += "serve_model_requests_total{model=\"" + label_value(key.first) + "\",code=\"" +
            std::to_string(key.second) + "\"} " + std::to_string(count) + "\n";
   }
   out += "# HELP serve_stage_seconds Where REST predict and classify time went, by stage.\n";

@@ -1,7 +1,7 @@
 // The server's counters in Prometheus' text exposition format (GET /metrics): requests by
-// status code, request latency, batch sizes and batch run time, images, the model version and
-// loads, the precision the model computes in. Updated from every HTTP thread and the batcher; one
-// mutex, held for a few additions.
+// status code, predictions by model, request latency, batch sizes and batch run time, images, the
+// model version and loads, the precision the model computes in. Updated from every HTTP thread and
+// the batcher; one mutex, held for a few additions.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,8 @@ class ServerMetrics {
  public:
   explicit ServerMetrics(int64_t max_batch_size);
   void record_request(const std::string& endpoint, int code, double seconds);
+  // A predict or classify (REST or gRPC) for a served model, by its answer's HTTP status.
+  void record_model_request(const std::string& model, int code);
   void record_batch(int64_t size, double seconds);
   // Where one REST predict's time went, in seconds (serve_stage_seconds{stage=...}).
   struct Stages {
@@ -49,6 +51,7 @@ class ServerMetrics {
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
+  std::map<std::pair<std::string, int>, uint64_t> model_requests_;
   Histogram latency_;
   Histogram batch_size_;
   Histogram batch_seconds_;

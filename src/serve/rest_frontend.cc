@@ -1,5 +1,6 @@
 #include "serve/rest_frontend.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -36,8 +37,27 @@ json tensor_info(const char* name, const char* dtype, std::vector<int64_t> dims)
           {"name", std::string(name) + ":0"}};
 }
 
-// /v1/models/NAME[/versions/N][/metadata | :predict | :classify | :regress]
-const std::regex kModelPath(R"(/v1/models/([^/:]+)(?:/versions/(-?\d+))?(/metadata|:([a-z]+))?)");
+// /v1/models/NAME[/versions/N | /labels/LABEL][/metadata | :predict | :classify | :regress]
+const std::regex kModelPath(
+    R"(/v1/models/([^/:]+)(?:/versions/(-?\d+)|/labels/([^/:]+))?(/metadata|:([a-z]+))?)");
+
+// The request a matched path names; a version number too large for int64 names no version
+// that can be served, and gets that version's not_found.
+Result<ModelRequest> model_request(const std::smatch& match) {
+  ModelRequest request;
+  request.name = match[1].str();
+  if (match[2].matched) {
+    const std::string text = match[2].str();
+    int64_t version = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), version);
+    if (error != std::errc() || end != text.data() + text.size()) {
+      return not_found("version ", text, " of '", request.name, "' is not served");
+    }
+    request.version = version;
+  }
+  if (match[3].matched) request.label = match[3].str();
+  return request;
+}
 
 class Routes {
  public:
@@ -45,36 +65,41 @@ class Routes {
 
   http::Response handle(http::Request& request) {
     const Clock::time_point arrived = Clock::now();
-    std::string endpoint = "other";
-    http::Response response = route(request, arrived, &endpoint);
+    std::string endpoint = "other", model;
+    http::Response response = route(request, arrived, &endpoint, &model);
     core_.metrics().record_request(endpoint, response.status,
                                    std::chrono::duration<double>(Clock::now() - arrived).count());
+    if (!model.empty()) core_.metrics().record_model_request(model, response.status);
     return response;
   }
 
  private:
-  http::Response route(http::Request& request, Clock::time_point arrived, std::string* endpoint) {
+  // *model: the served model a predict or classify ran on (empty: none).
+  http::Response route(http::Request& request, Clock::time_point arrived, std::string* endpoint,
+                       std::string* model_name) {
     const std::string path(request.path());
     const bool get = request.method == "GET" || request.method == "HEAD";
     std::smatch match;
     if (std::regex_match(path, match, kModelPath)) {
-      const std::string action = match[4].matched ? match[4].str() : "";
+      const std::string action = match[5].matched ? match[5].str() : "";
       if (!action.empty() && action != "predict" && action != "classify" && action != "regress") {
         return no_such_path(request);
       }
-      *endpoint = match[3].matched ? (action.empty() ? "metadata" : action) : "status";
+      *endpoint = match[4].matched ? (action.empty() ? "metadata" : action) : "status";
       if (!action.empty() && request.method != "POST") return not_allowed(request, "POST");
       if (action.empty() && !get) return not_allowed(request, "GET");
-      std::optional<std::string> version;
-      if (match[2].matched) version = match[2].str();
-      Result<std::shared_ptr<ServedModel>> model = core_.resolve(match[1].str(), version);
+      Result<ModelRequest> named = model_request(match);
+      if (!named.ok()) return error_answer(named.status());
+      if (*endpoint == "status" && !named->label) return status(*named);
+      Result<std::shared_ptr<ServedModel>> model = core_.resolve(*named);
       if (!model.ok()) return error_answer(model.status());
-      if (*endpoint == "status") return status(**model);
-      if (*endpoint == "metadata") return metadata(**model);
+      if (*endpoint == "status") return status({named->name, (*model)->version(), std::nullopt});
+      if (*endpoint == "metadata") return metadata(named->name, **model);
       if (*endpoint == "regress") {
         return error_answer(invalid_argument(
             "this model is a classifier: use :predict or :classify, not :regress"));
       }
+      *model_name = named->name;
       return predict(request, *model, *endpoint == "classify", arrived);
     }
     struct Page {
@@ -105,16 +130,22 @@ class Routes {
     return response;
   }
 
-  http::Response status(const ServedModel& model) {
-    const json body = {
-        {"model_version_status",
-         json::array({{{"version", std::to_string(model.version())},
-                       {"state", "AVAILABLE"},
-                       {"status", {{"error_code", "OK"}, {"error_message", ""}}}}})}};
-    return json_answer(200, body.dump());
+  // TF Serving's GetModelStatusResponse as JSON: the version as a string, the state's name.
+  http::Response status(const ModelRequest& request) {
+    Result<std::vector<VersionStatus>> versions = core_.status(request.name, request.version);
+    if (!versions.ok()) return error_answer(versions.status());
+    json list = json::array();
+    for (const VersionStatus& v : *versions) {
+      list.push_back({{"version", std::to_string(v.version)},
+                      {"state", version_state_name(v.state)},
+                      {"status",
+                       {{"error_code", status_code_name(v.status.code())},
+                        {"error_message", v.status.ok() ? "" : v.status.message()}}}});
+    }
+    return json_answer(200, json{{"model_version_status", list}}.dump());
   }
 
-  http::Response metadata(const ServedModel& model) {
+  http::Response metadata(const std::string& name, const ServedModel& model) {
     const CheckpointMeta& m = model.meta();
     const json signature = {
         {"inputs", {{"images", tensor_info("images", "DT_FLOAT", {-1, m.height, m.width, 3})}}},
@@ -124,9 +155,7 @@ class Routes {
         {"method_name", "tensorflow/serving/predict"}};
     const json body = {
         {"model_spec",
-         {{"name", core_.name()},
-          {"signature_name", ""},
-          {"version", std::to_string(model.version())}}},
+         {{"name", name}, {"signature_name", ""}, {"version", std::to_string(model.version())}}},
         {"metadata", {{"signature_def", {{"signature_def", {{"serving_default", signature}}}}}}}};
     return json_answer(200, body.dump());
   }

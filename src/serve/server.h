@@ -3,11 +3,13 @@
 // (serve/grpc_frontend.h), both on one ServingCore (serve/serving_core.h: dynamic batching, the
 // newest checkpoint of a model_dir reloaded as new ones appear), /healthz, /metrics and a small
 // web page at /. The REST routes:
-//   GET  /v1/models/NAME[/versions/N]            model status (version: the global step, or
-//                                                 an export's number)
+//   GET  /v1/models/NAME[/versions/N]            model status: every version and its state
+//                                                 (version: an export's number, or the
+//                                                 global step)
 //   GET  /v1/models/NAME[/versions/N]/metadata   signature_def
 //   POST /v1/models/NAME[/versions/N]:predict    {"instances": ...} or {"inputs": ...}
 //   POST /v1/models/NAME[/versions/N]:classify   top-k labels with scores
+// and each with /labels/LABEL instead of /versions/N (a config's version_labels).
 // Errors are {"error": "..."}: 400 bad JSON / image / shape / dtype, 404 unknown model or path,
 // 413 body or image too large, 503 no model loaded yet, queue full, or timed out.
 #pragma once
@@ -27,8 +29,13 @@
 namespace ic {
 
 struct ServerOptions {
+  // One model: the newest version in model_dir, named model_name.
   std::string model_dir;
   std::string model_name;  // empty: the checkpoint's model (e.g. "inception_v3")
+  // Or several (serve/model_config.h): TF Serving's ModelServerConfig in protobuf text format,
+  // re-read every model_config_poll (0: read once).
+  std::string model_config_file;
+  std::chrono::milliseconds model_config_poll{0};
   std::string host = "127.0.0.1";
   int port = 8501;     // REST; 0: any free port (see Server::port()); -1: no REST
   int grpc_port = -1;  // gRPC; 0: any free port (see Server::grpc_port()); -1: no gRPC
@@ -50,9 +57,10 @@ struct ServerOptions {
   size_t max_connections_per_client = 2048;
   size_t max_inflight_bytes = size_t{256} << 20;
   int http_threads = 32;  // REST requests handled at once; they also decode and preprocess
-  std::chrono::milliseconds poll_interval{1000};  // model_dir checks for a newer checkpoint
-  std::map<int64_t, std::string> label_names;     // for :classify and the web page
-  std::function<void(const std::string&)> log;    // start-up, load and reload lines
+  // Each model's base path is checked for new versions this often (0: never).
+  std::chrono::milliseconds poll_interval{1000};
+  std::map<int64_t, std::string> label_names;   // for :classify and the web page
+  std::function<void(const std::string&)> log;  // start-up, load and reload lines
 };
 
 class Server {
@@ -70,7 +78,7 @@ class Server {
   // front ends and returns).
   void shutdown();
 
-  // The model answering new requests now (null before the first load).
+  // The first model's newest available version (null before its first load).
   std::shared_ptr<ServedModel> current_model() const;
 
   // Whether run() is accepting connections (tests wait for it).

@@ -2,8 +2,8 @@
 
 #include <sstream>
 
-#include "io/checkpoint_dir.h"
 #include "io/file_system.h"
+#include "serve/model_config.h"
 #include "serve/warmup_replay.h"
 
 namespace ic {
@@ -16,40 +16,50 @@ ServingCore::ServingCore(const ServerOptions& options)
       [metrics](int64_t size, std::chrono::nanoseconds took) {
         metrics->record_batch(size, std::chrono::duration<double>(took).count());
       });
+  manager_ = std::make_unique<ModelManager>(
+      [this](const std::string& name, const std::string& base_path, const std::string& path) {
+        return load(name, base_path, path);
+      },
+      options.log);
 }
 
 Result<std::unique_ptr<ServingCore>> ServingCore::create(const ServerOptions& options) {
-  if (options.model_dir.empty()) return invalid_argument("give --model_dir");
-  // Through the seam: a gs:// model_dir works, an unknown scheme is an error. An object store
-  // has no empty directories, so there a prefix with nothing in it yet is fine (unavailable
-  // until a checkpoint or an export appears); locally the directory must exist.
-  IC_ASSIGN_OR_RETURN(FileSystem * model_fs, file_system_for(options.model_dir));
-  if (!model_fs->writes_appear_whole()) {
-    IC_ASSIGN_OR_RETURN(bool is_dir, model_fs->is_directory(options.model_dir));
-    if (!is_dir) return not_found("--model_dir ", options.model_dir, " is not a directory");
+  const bool from_file = !options.model_config_file.empty();
+  if (from_file && (!options.model_dir.empty() || !options.model_name.empty())) {
+    return invalid_argument(
+        "--model_config_file names the models: give it, or --model_dir (and --model_name), "
+        "not both");
+  }
+  if (!from_file && options.model_dir.empty()) {
+    return invalid_argument("give --model_dir or --model_config_file");
+  }
+  ModelServerSettings settings;
+  std::string source;
+  if (from_file) {
+    IC_ASSIGN_OR_RETURN(settings, read_model_config_file(options.model_config_file));
+    source = options.model_config_file;
+  } else {
+    // Through the seam: a gs:// model_dir works, an unknown scheme is an error. An object
+    // store has no empty directories, so there a prefix with nothing in it yet is fine
+    // (unavailable until a checkpoint or an export appears); locally the directory must exist.
+    IC_ASSIGN_OR_RETURN(FileSystem * model_fs, file_system_for(options.model_dir));
+    if (!model_fs->writes_appear_whole()) {
+      IC_ASSIGN_OR_RETURN(bool is_dir, model_fs->is_directory(options.model_dir));
+      if (!is_dir) return not_found("--model_dir ", options.model_dir, " is not a directory");
+    }
+    // One model, its newest version; its name is the checkpoint's model unless given.
+    settings.models.push_back({options.model_name, options.model_dir, VersionPolicy{}, {}});
+    source = "--model_dir";
   }
   auto core = std::make_unique<ServingCore>(options);
-  Result<std::optional<std::string>> latest = newest_servable(options.model_dir);
-  if (!latest.ok()) {
-    core->log("no usable checkpoint yet: " + latest.status().message());
-  } else if (!latest->has_value()) {
-    core->log("no checkpoint or export yet in " + options.model_dir +
-              "; answering 503 until one appears");
-  } else {
-    core->load(**latest);
-  }
-  ServingCore* self = core.get();
-  if (options.poll_interval.count() > 0) core->watcher_ = std::thread([self] { self->watch(); });
+  IC_RETURN_IF_ERROR(core->manager_->apply(settings, source));
+  core->manager_->start(options.poll_interval, options.model_config_file, options.model_config_poll,
+                        from_file ? std::optional(settings) : std::nullopt);
   return core;
 }
 
 ServingCore::~ServingCore() {
-  {
-    std::lock_guard lock(watch_mutex_);
-    stopping_ = true;
-  }
-  watch_wake_.notify_all();
-  if (watcher_.joinable()) watcher_.join();
+  manager_->stop();
   batcher_->stop();
 }
 
@@ -57,32 +67,25 @@ void ServingCore::log(const std::string& line) const {
   if (options_.log) options_.log(line);
 }
 
-std::shared_ptr<ServedModel> ServingCore::current() const {
-  std::lock_guard lock(model_mutex_);
-  return model_;
+std::shared_ptr<ServedModel> ServingCore::current() const { return manager_->default_model(); }
+
+std::string ServingCore::name() const { return manager_->default_name(); }
+
+Result<std::shared_ptr<ServedModel>> ServingCore::resolve(const ModelRequest& request) const {
+  return manager_->resolve(request);
 }
 
-std::string ServingCore::name() const {
-  std::lock_guard lock(model_mutex_);
-  return model_name_;
+Result<std::vector<VersionStatus>> ServingCore::status(const std::string& name,
+                                                       std::optional<int64_t> version) const {
+  return manager_->status(name, version);
 }
 
-Result<std::shared_ptr<ServedModel>> ServingCore::resolve(
-    const std::string& name, const std::optional<std::string>& version) const {
-  std::shared_ptr<ServedModel> model = current();
-  if (!model) {
-    return unavailable("no model is loaded yet (waiting for a checkpoint in ", options_.model_dir,
-                       ")");
-  }
-  const std::string served = this->name();
-  if (name != served) {
-    return not_found("unknown model '", name, "' (this server serves '", served, "')");
-  }
-  if (version && *version != std::to_string(model->version())) {
-    return not_found("version ", *version, " of '", name, "' is not served (the served version is ",
-                     model->version(), ")");
-  }
-  return model;
+Status ServingCore::reload(const tensorflow::serving::ModelServerConfig& config) {
+  const std::string source = "the reload request";
+  IC_ASSIGN_OR_RETURN(ModelServerSettings settings, model_settings_from_proto(config, source));
+  IC_RETURN_IF_ERROR(manager_->apply(settings, source));
+  log("applied the model config of a reload request");
+  return Status();
 }
 
 InstanceOptions ServingCore::instance_options(const ServedModel& model) const {
@@ -101,11 +104,11 @@ Status ServingCore::run(const std::shared_ptr<BatchJob>& job, Clock::time_point 
   return Status();
 }
 
-bool ServingCore::load(const std::string& checkpoint) {
-  const auto start = Clock::now();
-  Result<std::unique_ptr<ServedModel>> loaded =
-      ServedModel::load(options_.backend, options_.model_dir, checkpoint, options_.max_batch_size,
-                        options_.precision);
+Result<std::shared_ptr<ServedModel>> ServingCore::load(const std::string& name,
+                                                       const std::string& base_path,
+                                                       const std::string& path) {
+  Result<std::unique_ptr<ServedModel>> loaded = ServedModel::load(
+      options_.backend, base_path, path, options_.max_batch_size, options_.precision);
   if (loaded.ok()) {
     // A version with warm-up requests replays them before it serves; a bad one never serves.
     Result<std::optional<WarmupReplay>> warmed =
@@ -121,52 +124,14 @@ bool ServingCore::load(const std::string& checkpoint) {
     }
   }
   if (!loaded.ok()) {
-    failed_checkpoint_ = checkpoint;
     metrics_->record_load(false, 0);
-    const std::shared_ptr<ServedModel> old = current();
-    log("could not load a checkpoint: " + loaded.status().message() +
-        (old ? "; still serving version " + std::to_string(old->version()) : ""));
-    return false;
+    return loaded.status();
   }
   std::shared_ptr<ServedModel> fresh = std::move(*loaded);
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::shared_ptr<ServedModel> old;
-  std::string model_name;
-  {
-    std::lock_guard lock(model_mutex_);
-    if (model_name_.empty()) {
-      model_name_ = options_.model_name.empty() ? fresh->meta().model : options_.model_name;
-    }
-    model_name = model_name_;
-    old = std::exchange(model_, fresh);
-  }
   metrics_->record_load(true, fresh->version());
-  metrics_->record_precision(model_name, precision_name(fresh->precision()));
-  std::ostringstream line;
-  line.precision(3);
-  line << (old ? "reloaded: now serving version " : "loaded version ") << fresh->version()
-       << (old ? " (was " + std::to_string(old->version()) + ")" : std::string()) << " of "
-       << model_name << " from " << fresh->checkpoint() << " (" << describe(fresh->meta())
-       << "), precision " << precision_name(fresh->precision()) << " (" << fresh->precision_reason()
-       << "), in " << seconds << " s";
-  log(line.str());
-  // Requests already queued on the old model finish on it; it is freed with their last one.
-  return true;
-}
-
-void ServingCore::watch() {
-  for (;;) {
-    {
-      std::unique_lock lock(watch_mutex_);
-      if (watch_wake_.wait_for(lock, options_.poll_interval, [&] { return stopping_; })) return;
-    }
-    Result<std::optional<std::string>> latest = newest_servable(options_.model_dir);
-    if (!latest.ok() || !latest->has_value()) continue;  // a checkpoint being written, or none
-    const std::string& path = **latest;
-    const std::shared_ptr<ServedModel> served = current();
-    if ((served && served->checkpoint() == path) || path == failed_checkpoint_) continue;
-    load(path);
-  }
+  metrics_->record_precision(name.empty() ? fresh->meta().model : name,
+                             precision_name(fresh->precision()));
+  return fresh;
 }
 
 }  // namespace ic

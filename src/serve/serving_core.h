@@ -1,21 +1,22 @@
-// What the REST and the gRPC front ends share: the model being served (loaded at start-up,
-// replaced by the watcher when a newer checkpoint or export appears), the batcher with its
-// queue limit, the request deadline, label names and metrics. A front end only translates its
-// wire format into BatchJobs and the core's Statuses into its own error answers.
+// What the REST and the gRPC front ends share: the served models (serve/model_manager.h: the
+// models of a --model_config_file, or the one of --model_dir, each with the versions its
+// policy selects, reloaded as new ones appear), the batcher with its queue limit, the request
+// deadline, label names and metrics. A front end only translates its wire format into a
+// ModelRequest and BatchJobs, and the core's Statuses into its own error answers.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "core/status.h"
+#include "proto/tensorflow_serving/model_server_config.pb.h"
 #include "serve/api.h"
 #include "serve/batcher.h"
 #include "serve/metrics.h"
+#include "serve/model_manager.h"
 #include "serve/server.h"
 
 namespace ic {
@@ -24,11 +25,12 @@ class ServingCore {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Checks model_dir and loads its newest servable (none yet: every request answers
-  // unavailable until the watcher finds one); starts the watcher when poll_interval > 0.
+  // Checks the options (--model_dir or --model_config_file, not both), loads what the config
+  // selects (a model with nothing to serve yet answers unavailable until the poll finds a
+  // version), and starts the polls.
   static Result<std::unique_ptr<ServingCore>> create(const ServerOptions& options);
   explicit ServingCore(const ServerOptions& options);  // create() is the way to make one
-  ~ServingCore();  // stops the watcher, then runs what is queued and stops the batcher
+  ~ServingCore();  // stops the polls, then runs what is queued and stops the batcher
   ServingCore(const ServingCore&) = delete;
   ServingCore& operator=(const ServingCore&) = delete;
 
@@ -36,14 +38,19 @@ class ServingCore {
   ServerMetrics& metrics() { return *metrics_; }
   int64_t queued() const { return batcher_->queued(); }
 
-  // The model answering new requests now (null before the first load), and its name.
+  // The first model's newest available version (null before its first load), and its name.
   std::shared_ptr<ServedModel> current() const;
   std::string name() const;
 
-  // The model a request names: unavailable before the first load, not_found for another name
-  // or a version other than the served one (`version`: its decimal text, unset: any).
-  Result<std::shared_ptr<ServedModel>> resolve(const std::string& name,
-                                               const std::optional<std::string>& version) const;
+  // The version a request names (serve/model_manager.h): not_found for an unknown model,
+  // version or label, unavailable while nothing is loaded for it.
+  Result<std::shared_ptr<ServedModel>> resolve(const ModelRequest& request) const;
+  // The states of a model's versions (all, or only `version`).
+  Result<std::vector<VersionStatus>> status(const std::string& name,
+                                            std::optional<int64_t> version) const;
+  // Serves `config` instead (HandleReloadConfigRequest): checked, then applied as a re-read
+  // config file is; on an error nothing changes.
+  Status reload(const tensorflow::serving::ModelServerConfig& config);
 
   // How instances for `model` are preprocessed (its image size, the pixel limit).
   InstanceOptions instance_options(const ServedModel& model) const;
@@ -62,23 +69,16 @@ class ServingCore {
 
  private:
   void log(const std::string& line) const;
-  // Loads `checkpoint` (empty: the newest) and makes it the model new requests run on.
-  bool load(const std::string& checkpoint);
-  void watch();
+  // Loads the servable at `path` and replays its warm-up requests.
+  Result<std::shared_ptr<ServedModel>> load(const std::string& name, const std::string& base_path,
+                                            const std::string& path);
 
   ServerOptions options_;
   std::unique_ptr<ServerMetrics> metrics_;
+  // One batcher for every model: it runs one batch at a time, each of one model's version
+  // (a BatchJob carries its model), so ServedModel::run never has two callers.
   std::unique_ptr<Batcher> batcher_;
-
-  mutable std::mutex model_mutex_;
-  std::shared_ptr<ServedModel> model_;  // guarded by model_mutex_
-  std::string model_name_;              // guarded by model_mutex_; fixed by the first load
-
-  std::mutex watch_mutex_;
-  std::condition_variable watch_wake_;
-  bool stopping_ = false;  // guarded by watch_mutex_
-  std::string failed_checkpoint_;
-  std::thread watcher_;
+  std::unique_ptr<ModelManager> manager_;
 };
 
 }  // namespace ic

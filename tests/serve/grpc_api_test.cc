@@ -185,19 +185,39 @@ TEST_F(ServeGrpc, MetadataAndStatus) {
   EXPECT_EQ(version.status().error_code(), tensorflow::error::OK);
 }
 
-TEST_F(ServeGrpc, ReloadAcceptsOnlyTheServedModel) {
+TEST_F(ServeGrpc, ReloadAppliesAConfigAndRefusesABadOneWithItsReason) {
   tfs::ReloadConfigRequest request;
   tfs::ModelConfig& model = *request.mutable_config()->mutable_model_config_list()->add_config();
   model.set_name("inception_v3");
+  model.set_base_path(dir_->sub("model"));
   tfs::ReloadConfigResponse response;
   grpc::Status status =
       client_->models->HandleReloadConfigRequest(context_with_deadline().get(), request, &response);
   EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.status().error_code(), tensorflow::error::OK);
+  // Renamed: the old name is gone, the new one serves the same model_dir.
+  model.set_name("renamed");
+  status =
+      client_->models->HandleReloadConfigRequest(context_with_deadline().get(), request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  tfs::GetModelStatusRequest status_request;
+  status_request.mutable_model_spec()->set_name("renamed");
+  tfs::GetModelStatusResponse status_response;
+  status = client_->models->GetModelStatus(context_with_deadline().get(), status_request,
+                                           &status_response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  status_request.mutable_model_spec()->set_name("inception_v3");
+  status = client_->models->GetModelStatus(context_with_deadline().get(), status_request,
+                                           &status_response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  // No base_path: refused, naming the model and the problem; the response says so too.
   model.set_name("resnet50");
+  model.clear_base_path();
   status =
       client_->models->HandleReloadConfigRequest(context_with_deadline().get(), request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("resnet50"), std::string::npos);
+  EXPECT_NE(status.error_message().find("empty base_path"), std::string::npos);
 }
 
 TEST_F(ServeGrpc, ErrorsHaveTensorFlowServingsCodes) {

@@ -71,7 +71,7 @@ done
 say "serve: gRPC on $grpc_port, REST on $rest_port"
 
 PYTHONPATH=$packages "$venv/bin/python" "$here/grpc_client_test.py" "$grpc_port" "$rest_port" \
-  inception_v3 || die "the client checks failed (serve's log: $work/serve.log)"
+  inception_v3 "$work/model" || die "the client checks failed (serve's log: $work/serve.log)"
 
 kill -TERM "$serve_pid"
 wait "$serve_pid" || die "serve did not exit 0 on SIGTERM: $(cat "$work/serve.log")"

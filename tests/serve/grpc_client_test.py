@@ -1,8 +1,9 @@
 """serve's gRPC front end through TensorFlow Serving's own Python client (tensorflow-serving-api),
 unchanged: Predict with both signatures and both float encodings, Classify, GetModelMetadata,
-GetModelStatus, HandleReloadConfigRequest, and the error codes. Run by grpc_client_run.sh:
+GetModelStatus, HandleReloadConfigRequest (two models, one with a version label), and the error
+codes. Run by grpc_client_run.sh:
 
-    grpc_client_test.py GRPC_PORT REST_PORT MODEL_NAME
+    grpc_client_test.py GRPC_PORT REST_PORT MODEL_NAME MODEL_DIR
 """
 import base64
 import json
@@ -17,7 +18,7 @@ from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      model_service_pb2_grpc, predict_pb2,
                                      prediction_service_pb2_grpc)
 
-grpc_port, rest_port, model = sys.argv[1], sys.argv[2], sys.argv[3]
+grpc_port, rest_port, model, model_dir = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
 stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
 models = model_service_pb2_grpc.ModelServiceStub(channel)
@@ -124,13 +125,51 @@ check([c.label for c in top] == [label for label, _ in rest_top], "Classify: RES
 check(all(np.float32(c.score) == np.float32(score) for c, (_, score) in zip(top, rest_top)),
       "Classify: REST :classify's scores")
 
-# Reload: the served model only.
+# Reload: the served model's own config is applied; a model without a base_path is refused.
 reload = model_management_pb2.ReloadConfigRequest()
-reload.config.model_config_list.config.add().name = model
+own = reload.config.model_config_list.config.add()
+own.name = model
+own.base_path = model_dir
 check(code_of(models.HandleReloadConfigRequest, reload)[0] == grpc.StatusCode.OK, "reload: own config OK")
 reload.config.model_config_list.config.add().name = "another"
 check(code_of(models.HandleReloadConfigRequest, reload)[0] == grpc.StatusCode.INVALID_ARGUMENT,
-      "reload: two models INVALID_ARGUMENT")
+      "reload: a model without base_path INVALID_ARGUMENT")
+
+# Two models from one config, the second with a version label; then back to the first alone.
+two = model_management_pb2.ReloadConfigRequest()
+first = two.config.model_config_list.config.add()
+first.name = model
+first.base_path = model_dir
+second = two.config.model_config_list.config.add()
+second.name = "second"
+second.base_path = model_dir
+second.model_platform = "tensorflow"
+second.model_version_policy.latest.num_versions = 1
+second.version_labels["stable"] = version.version
+check(code_of(models.HandleReloadConfigRequest, two)[0] == grpc.StatusCode.OK, "reload: two models OK")
+labelled = predict_pb2.PredictRequest()
+labelled.model_spec.name = "second"
+labelled.model_spec.version_label = "stable"
+labelled.inputs["images"].CopyFrom(tf.make_tensor_proto(image[:1]))
+answer = stub.Predict(labelled, timeout=60)
+check(answer.model_spec.name == "second" and answer.model_spec.version.value == version.version,
+      "Predict by version_label: the label's version")
+labelled.model_spec.version_label = "canary"
+check(code_of(stub.Predict, labelled)[0] == grpc.StatusCode.NOT_FOUND, "unknown version_label: NOT_FOUND")
+second_status = get_model_status_pb2.GetModelStatusRequest()
+second_status.model_spec.name = "second"
+check(models.GetModelStatus(second_status, timeout=60).model_version_status[0].state ==
+      get_model_status_pb2.ModelVersionStatus.AVAILABLE, "GetModelStatus of the second model: AVAILABLE")
+check(rest("/v1/models/second/labels/stable")["model_version_status"][0]["version"] == str(version.version),
+      "REST status by label")
+check(code_of(models.HandleReloadConfigRequest, reload)[0] == grpc.StatusCode.INVALID_ARGUMENT,
+      "reload: a bad config leaves the two models")
+labelled.model_spec.version_label = "stable"
+check(code_of(stub.Predict, labelled)[0] == grpc.StatusCode.OK, "the second model serves after a bad reload")
+del two.config.model_config_list.config[1]
+check(code_of(models.HandleReloadConfigRequest, two)[0] == grpc.StatusCode.OK, "reload: back to one model")
+check(code_of(models.GetModelStatus, second_status)[0] == grpc.StatusCode.NOT_FOUND,
+      "the removed model: NOT_FOUND")
 
 # Errors.
 def predict_with(change):
