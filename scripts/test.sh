@@ -6,25 +6,51 @@
 # outside bytes for a short while (fuzz/run.sh). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# How long each step took, printed at the end (also when a step fails), so a slow step shows
+# in the last lines of a CI log.
+started=$SECONDS
+step_start=$SECONDS
+step_name="install"
+timings=()
+step() {
+  timings+=("$(printf '%-28s %5d s' "$step_name" $((SECONDS - step_start)))")
+  step_name=$1
+  step_start=$SECONDS
+}
+print_timings() {
+  local rc=$?
+  timings+=("$(printf '%-28s %5d s' "$step_name" $((SECONDS - step_start)))")
+  printf 'test.sh steps (exit %d, %d s in all):\n' "$rc" $((SECONDS - started))
+  printf '  %s\n' "${timings[@]}"
+}
+trap print_timings EXIT
 bash scripts/install-deps.sh
 jobs=$(nproc)
 
+step "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
+step "release ctest"
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 900)
 # The trainer's memory estimate against the measured peak, full-size Inception v3 (~40 s).
+step "memory estimate"
 bench/memory_estimate.sh 4 16
 # TensorFlow itself reads our checkpoints and we read its own (a cached venv from PyPI).
+step "interop"
 bash tests/interop/run.sh
 # serve's gRPC front end through TensorFlow Serving's own Python client (the interop venv).
+step "grpc client"
 bash tests/serve/grpc_client_run.sh
 # gs:// end to end against the Cloud Storage emulator, with injected faults (a cached venv).
+step "storage"
 bash tests/storage/run.sh
 
 # The sanitizer build leaves out the CUDA backend (nvcc does not take -fsanitize) and runs
 # the same tests; oneDNN's JIT code is not instrumented but our code around it is.
+step "asan build"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIC_SANITIZE=ON -DIC_WITH_CUDA=OFF
 cmake --build build-asan -j "$jobs"
+step "asan ctest"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j "$jobs" --timeout 1800)
@@ -32,4 +58,5 @@ cmake --build build-asan -j "$jobs"
 # libFuzzer harnesses (clang, ASan + UBSan): every committed regression input, then 10 s per
 # harness (one per parser of outside bytes; with the build from scratch about 5 minutes on a
 # shared 2-core VM).
+step "fuzz"
 bash fuzz/run.sh 10
