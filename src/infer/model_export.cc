@@ -1,6 +1,7 @@
 #include "infer/model_export.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 
 #include <cerrno>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/unique_fd.h"
 #include "infer/onnx_export.h"
 #include "infer/onnx_qdq.h"
 #include "infer/saved_model_export.h"
@@ -142,6 +144,28 @@ Result<int64_t> free_version(FileSystem& fs, const std::string& export_dir) {
   return version;
 }
 
+// A local export holds an exclusive flock on its temp-N directory until the rename; the kernel
+// drops it when the exporter dies, however it dies. So a temp-N that can be locked belongs to
+// no live export: a killed one left it, and it is removed. One still being written is kept.
+Result<UniqueFd> lock_export_dir(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return error("cannot open ", dir, ": ", std::strerror(errno));
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
+    return unavailable(dir, " is being written by another export");
+  return fd;
+}
+
+void remove_abandoned_exports(const std::string& export_dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(export_dir, ec)) {
+    const std::string name = entry.path().filename();
+    if (name.rfind("temp-", 0) != 0 || !entry.is_directory(ec)) continue;
+    if (name.find_first_not_of("0123456789", 5) != std::string::npos) continue;
+    Result<UniqueFd> abandoned = lock_export_dir(entry.path());
+    if (abandoned.ok()) std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 Result<std::string> export_trained_model(const InferenceModel& model, const std::string& export_dir,
@@ -155,6 +179,7 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
   if (!made.ok())
     return error(made.code(), "cannot create the export directory ", export_dir, ": ",
                  made.message());
+  if (!fs->writes_appear_whole()) remove_abandoned_exports(export_dir);
   IC_ASSIGN_OR_RETURN(int64_t version, free_version(*fs, export_dir));
   const std::string final_dir = join_path(export_dir, std::to_string(version));
 
@@ -177,6 +202,12 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
     return ec ? error("cannot create ", temp_dir, ": ", ec.message())
               : already_exists("cannot create ", temp_dir, ": it exists");
   }
+  // Taken at once: between the create and the lock, another export's sweep could take this
+  // directory for an abandoned one (then the lock fails and this export stops cleanly).
+  Result<UniqueFd> held = lock_export_dir(temp_dir);
+  if (!held.ok())
+    return error(held.status().code(), "export to ", export_dir,
+                 " failed: ", held.status().message());
   Status written = write_export(model, temp_dir, format, warmup);
   if (written.ok()) {
     written = fs->rename(temp_dir, final_dir);

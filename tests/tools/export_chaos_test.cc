@@ -2,8 +2,10 @@
 // poller (serve's rule, newest_servable) never sees a half-written version, what it picks
 // always loads, a failed export leaves the previous version the one served, and the next
 // export succeeds. The moments come from a fixed seed, spread over one export's duration.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,7 +28,8 @@ using testing::TempDir;
 using testing::ToolOutput;
 
 // Every numbered version under `export_dir` is complete, and the one a poller would serve
-// loads. Leftover temp-* directories of killed exports are allowed: no poller reads them.
+// loads. temp-* directories of killed exports may be there (no poller reads them) until the
+// next export removes them.
 void expect_only_whole_versions(const std::string& export_dir, const std::string& when) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(export_dir, ec)) {
@@ -91,10 +94,24 @@ TEST(ExportChaos, KilledAtRandomMomentsNeverLeavesAHalfVersionAndTheNextExportSu
     mid_write += entry.path().filename().string().rfind("temp-", 0) == 0;
   }
   std::cout << "export chaos: " << mid_write << " of 10 kills landed mid-write\n";
+  // An export still being written (its directory locked, as a live exporter holds it) is left
+  // alone by the next export's sweep; the killed ones' directories are removed.
+  const std::string live = exports + "/temp-1";
+  ASSERT_TRUE(fs::create_directory(live));
+  const int live_fd = ::open(live.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(live_fd, 0);
+  ASSERT_EQ(::flock(live_fd, LOCK_EX | LOCK_NB), 0);
   const ToolOutput last =
       testing::run_command(export_command(dir.sub("model"), exports, "safetensors"));
   EXPECT_EQ(last.exit_code, 0) << last.output;
   expect_only_whole_versions(exports, "after the last export");
+  std::vector<std::string> temps;
+  for (const auto& entry : fs::directory_iterator(exports)) {
+    const std::string name = entry.path().filename();
+    if (name.rfind("temp-", 0) == 0) temps.push_back(name);
+  }
+  EXPECT_EQ(temps, std::vector<std::string>{"temp-1"});
+  ::close(live_fd);
 }
 
 TEST(ExportChaos, AnExportThatRunsOutOfRoomLeavesThePreviousVersionServed) {
