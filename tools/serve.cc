@@ -44,6 +44,7 @@ namespace {
 
 struct ServeFlags {
   std::string model_dir, model_name;
+  std::string model_base_path;  // tensorflow_model_server's name for --model_dir
   std::string model_config_file;
   int64_t model_config_file_poll_wait_seconds = 0;
   int64_t file_system_poll_wait_seconds = 1;
@@ -77,6 +78,8 @@ const ic::FlagTable<ServeFlags>& serve_flags() {
       text("model_dir", &O::model_dir,
            "Directory (local or gs://) whose newest checkpoint, or newest "
            "<N>/model.safetensors export, is served (and reloaded)"),
+      text("model_base_path", &O::model_base_path,
+           "tensorflow_model_server's name for --model_dir (the same directory; give one)"),
       text("model_name", &O::model_name,
            "The NAME in /v1/models/NAME; empty = the checkpoint's model (e.g. inception_v3)"),
       text("model_config_file", &O::model_config_file,
@@ -123,8 +126,9 @@ const ic::FlagTable<ServeFlags>& serve_flags() {
       number("max_connections_per_client", &O::max_connections_per_client, at_least(1),
              "Open REST connections from one client address at most; more are answered 503"),
       number("max_inflight_bytes", &O::max_inflight_bytes, at_least(1),
-             "REST request bodies being received or answered, all together, at most; a request "
-             "beyond it answers 503 before its body is read"),
+             "Request bytes held at once, REST and gRPC together: REST bodies being received or "
+             "answered (beyond it: 503 before the body is read) and gRPC messages being handled "
+             "(beyond it: UNAVAILABLE)"),
       number("file_system_poll_wait_seconds", &O::file_system_poll_wait_seconds, at_least(0),
              "How often each model's base path (--model_dir) is checked for new versions; "
              "0 = never reload"),
@@ -154,6 +158,14 @@ int serve_main(int argc, char** argv) {
                              "--labels_file=LABELS"};
   if (std::optional<int> exit_code = start_tool(help, serve_flags(), argc, argv, &flags))
     return *exit_code;
+  if (!flags.model_base_path.empty()) {
+    if (!flags.model_dir.empty() && flags.model_dir != flags.model_base_path) {
+      std::cerr << "serve: --model_base_path and --model_dir name the same directory: give one"
+                << std::endl;
+      return 2;
+    }
+    flags.model_dir = flags.model_base_path;
+  }
   if (flags.model_dir.empty() && flags.model_config_file.empty()) {
     std::cerr << "serve: give --model_dir or --model_config_file (--help lists the flags)"
               << std::endl;

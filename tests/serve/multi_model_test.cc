@@ -429,6 +429,18 @@ TEST_F(ServeModels, StartUpRefusesABadConfigAndBothWaysOfNamingModels) {
   })) << read_text(log_file);
   EXPECT_NE(serve.terminate_and_wait(), 0) << read_text(log_file);
   EXPECT_NE(read_text(log_file).find(bad), std::string::npos) << read_text(log_file);
+
+  // tensorflow_model_server's --model_base_path is --model_dir's other name: the directory it
+  // names is the one checked; naming two different directories is refused.
+  const std::string missing = dir_.sub("no-such-model");
+  const ToolOutput by_base_path =
+      run_bounded("serve", "--model_base_path=" + missing + " --port=0 --rest_api_port=-1", 60);
+  EXPECT_NE(by_base_path.exit_code, 0) << by_base_path.output;
+  EXPECT_TRUE(by_base_path.contains(missing)) << by_base_path.output;
+  const ToolOutput both = run_bounded(
+      "serve", "--model_base_path=" + missing + " --model_dir=" + base + " --port=0", 60);
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_TRUE(both.contains("give one")) << both.output;
 }
 
 }  // namespace
