@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # serve under load: Inception v3 at 299x299 (a full-size checkpoint made in one cheap training
 # step on fake data; its weights do not matter for speed) answering wrk, which posts one real
-# JPEG per request in TF Serving's body. serve runs in its default precision, auto (PRECISION=
+# JPEG per request in TF Serving's body, and bench/grpc_load.cc, which sends the same JPEG as
+# TF Serving's gRPC clients do (Predict, classify signature, image_bytes). serve runs in its default precision, auto (PRECISION=
 # float32|bfloat16 asks for one); the offline figures are taken at the precision it chose,
 # which it reports at /healthz. Measured in the same run:
 #   1. offline inference throughput, inception_bench --mode=infer at the same batch size, and
 #      its batch-1 latency
-#   2. serve's throughput at saturation (2 x batch connections) and its ratio to 1.
+#   2. serve's throughput at saturation (2 x batch connections) and its ratio to 1, REST then
+#      gRPC
 #   3. p50 / p99 latency at about half that load (wrk 4 has no fixed request rate: fewer
-#      connections, batch / 2, give roughly half the load; the achieved rate is printed)
-#   4. single-request latency (one connection), its ratio to the offline batch-1 latency, where
+#      connections, batch / 2, give roughly half the load; the achieved rate is printed), REST
+#      then gRPC
+#   4. single-request latency (one connection), REST then gRPC, its ratio to the offline
+#      batch-1 latency, where
 #      the time went inside serve (its per-stage means from /metrics), and the classify program
 #      on one image (the whole process: it must load the checkpoint first, as any one-shot tool
 #      does)
@@ -23,10 +27,11 @@ batch=${2:-8}
 threads=${3:-2}
 seconds=${4:-30}
 port=${PORT:-18599}
+grpc_port=$((port + 1))
 source bench/machine.sh
 print_machine
 [[ ${SKIP_BUILD:-0} == 1 ]] ||
-  cmake --build "$build" --target serve inception_bench inception_v3 classify make_fake_imagenet >/dev/null
+  cmake --build "$build" --target serve grpc_load inception_bench inception_v3 classify make_fake_imagenet >/dev/null
 command -v wrk >/dev/null || { echo "serve_bench: needs wrk (apt-get install wrk)"; exit 1; }
 bin="$build/bin"
 work=$(mktemp -d)
@@ -49,7 +54,7 @@ ls -l "$jpeg"
 printf '{"instances": [{"b64": "%s"}]}' "$(base64 -w0 "$jpeg")" >"$work/body.json"
 export BODY="$work/body.json"
 
-"$bin/serve" --model_dir="$work/model" --port=0 --rest_api_port="$port" --num_threads="$threads" \
+"$bin/serve" --model_dir="$work/model" --port="$grpc_port" --rest_api_port="$port" --num_threads="$threads" \
   --precision="${PRECISION:-auto}" \
   --max_batch_size="$batch" --batch_timeout_micros="${BATCH_TIMEOUT_MICROS:-2000}" \
   2>"$work/serve.log" &
@@ -82,16 +87,27 @@ curl -sf -X POST "$url" -d @"$work/body.json" >/dev/null  # warm-up
 run_wrk() {  # connections
   wrk -t1 -c"$1" -d"${seconds}s" --timeout 60s -s bench/serve_post.lua "$url" | grep '^RESULT'
 }
+run_grpc() {  # connections
+  "$bin/grpc_load" --port="$grpc_port" --image="$jpeg" --connections="$1" --seconds="$seconds" |
+    grep '^RESULT'
+}
 
 echo "== 2. saturation: $((2 * batch)) connections for ${seconds}s"
 saturated=$(run_wrk $((2 * batch)))
 echo "$saturated"
 rps=$(grep -o 'rps=[0-9.]*' <<<"$saturated" | cut -d= -f2)
 echo "serve / offline throughput ($precision): $(awk -v a="$rps" -v b="$offline_ips" 'BEGIN { printf "%.2f", a / b }')"
+echo "   gRPC, $((2 * batch)) connections for ${seconds}s"
+grpc_saturated=$(run_grpc $((2 * batch)))
+echo "$grpc_saturated"
+grpc_rps=$(grep -o 'rps=[0-9.]*' <<<"$grpc_saturated" | cut -d= -f2)
+echo "serve gRPC / offline throughput ($precision): $(awk -v a="$grpc_rps" -v b="$offline_ips" 'BEGIN { printf "%.2f", a / b }')"
 
 half=$(( batch / 2 > 0 ? batch / 2 : 1 ))
 echo "== 3. about half load: $half connections for ${seconds}s"
 run_wrk "$half"
+echo "   gRPC, $half connections"
+run_grpc "$half"
 
 echo "== 4. single request: 1 connection for ${seconds}s, and classify on the same JPEG"
 curl -s "http://127.0.0.1:$port/metrics" >"$work/metrics.before"
@@ -106,6 +122,11 @@ awk '/^serve_stage_seconds_(sum|count)/ { key = $1; sub(/_(sum|count)\{/, "{", k
        else count[key] += (FILENAME ~ /after/ ? $2 : -$2) }
      END { for (k in sum) if (count[k] > 0) printf "  %-50s %8.2f ms\n", k, 1000 * sum[k] / count[k] }' \
   "$work/metrics.before" "$work/metrics.after" | sort
+echo "   gRPC, 1 connection"
+grpc_single=$(run_grpc 1)
+echo "$grpc_single"
+grpc_p50=$(grep -o 'p50_ms=[0-9.]*' <<<"$grpc_single" | cut -d= -f2)
+echo "gRPC single-request p50 / offline batch-1 latency ($precision): $(awk -v a="$grpc_p50" -v b="$offline1_ms" 'BEGIN { printf "%.2f", a / b }')"
 # What the server answered over the whole run (a wrk "error" may be a non-200 status or a
 # socket closed by wrk itself when its time is up; the server's own counts tell them apart).
 curl -s "http://127.0.0.1:$port/metrics" |
