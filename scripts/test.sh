@@ -45,10 +45,12 @@ bash tests/serve/grpc_client_run.sh
 step "storage"
 bash tests/storage/run.sh
 
-# The sanitizer build leaves out the CUDA backend (nvcc does not take -fsanitize) and runs
-# the same tests; oneDNN's JIT code is not instrumented but our code around it is.
+# The sanitizer build leaves out the CUDA backend (nvcc does not take -fsanitize) and the
+# benchmarks (no test runs them), and runs the same tests; oneDNN's JIT code is not
+# instrumented but our code around it is.
 step "asan build"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIC_SANITIZE=ON -DIC_WITH_CUDA=OFF
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIC_SANITIZE=ON -DIC_WITH_CUDA=OFF \
+  -DIC_BUILD_BENCH=OFF
 cmake --build build-asan -j "$jobs"
 step "asan ctest"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
