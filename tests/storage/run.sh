@@ -324,7 +324,7 @@ run export_kill_first "$bin/export_model" --model_dir="$gs/model" --export_dir="
   --format=safetensors
 for round in $(seq 10); do
   "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_kill" --format=safetensors \
-    >"$work/export_kill_$round.log" 2>&1 &
+    >"$work/export_victim_$round.log" 2>&1 &
   victim=$!
   sleep "0.$((RANDOM % 10))"
   kill -9 "$victim" 2>/dev/null || true
@@ -334,7 +334,7 @@ for round in $(seq 10); do
     "$gs/images/cat.JPEG"
 done
 # Where the kills landed depends on the machine: say how many came before the export finished.
-unfinished=$(grep -L '^Exported ' "$work"/export_kill_*.log | wc -l)
+unfinished=$(grep -L '^Exported ' "$work"/export_victim_*.log | wc -l)
 say "  $unfinished of 10 exports were killed before they finished"
 run export_kill_last "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_kill" \
   --format=safetensors
