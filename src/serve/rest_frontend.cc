@@ -254,12 +254,10 @@ http::ServerOptions http_options_for(const ServerOptions& options) {
 Result<std::unique_ptr<RestFrontend>> RestFrontend::create(ServingCore& core,
                                                            const ServerOptions& options) {
   auto routes = std::make_shared<Routes>(core, core.options());
-  http::ServerOptions http_options = http_options_for(options);
-  http_options.inflight_budget = core.inflight_budget();
-  IC_ASSIGN_OR_RETURN(std::unique_ptr<http::Server> server,
-                      http::Server::create(http_options, [routes](http::Request& request) {
-                        return routes->handle(request);
-                      }));
+  IC_ASSIGN_OR_RETURN(
+      std::unique_ptr<http::Server> server,
+      http::Server::create(http_options_for(options),
+                           [routes](http::Request& request) { return routes->handle(request); }));
   return std::make_unique<RestFrontend>(std::move(server));
 }
 
