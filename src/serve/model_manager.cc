@@ -160,8 +160,9 @@ void ModelManager::sync(const std::shared_ptr<Model>& model) {
     // Kept while none of the wanted versions could be loaded (even when its files are gone:
     // it is in memory), so that a bad new version never leaves the model without one.
     if (!serving_wanted) continue;
-    version.state = VersionState::unloading;
-    version.model.reset();  // freed once the requests holding it are answered
+    // Straight to END: under the lock no status can see UNLOADING, and the memory goes when
+    // the last request holding the model is answered, not here.
+    version.model.reset();
     version.state = VersionState::end;
     log("unloaded version " + std::to_string(number) + " of " + model->name);
   }
@@ -272,6 +273,7 @@ Result<std::shared_ptr<ServedModel>> ModelManager::resolve(const ModelRequest& r
       return unavailable("version label '", *request.label, "' of model '", model->name,
                          "' points at version ", *version, ", which is not available");
     }
+    return known->second.model;
   }
   if (version) {
     auto known = model->versions.find(*version);
