@@ -25,6 +25,7 @@
 //   fuzz_model_config      model config files: two models with a specific policy and
 //                          stable/canary labels, latest 2 and all; one with a label outside
 //                          its policy
+//   fuzz_best_export       --export_best records: accuracy (max) and loss (min)
 //   fuzz_gcs_json          Cloud Storage / OAuth bodies: a listing page, object metadata, a
 //                          token response, a service-account key (dummy PEM), rewrite and
 //                          error responses
@@ -414,6 +415,17 @@ ic::Status model_config_seeds(const fs::path& dir) {
   return write_bytes(dir / "label_outside_policy", text);
 }
 
+// The trainers' --export_best records, as best_export_record_json writes them.
+ic::Status best_export_seeds(const fs::path& dir) {
+  IC_RETURN_IF_ERROR(write_bytes(dir / "accuracy",
+                                 "{\"metric\": \"accuracy\", \"mode\": \"max\", \"value\": "
+                                 "0.30000000000000004, \"global_step\": 1200, \"checkpoint\": "
+                                 "\"model.ckpt-1200\"}\n"));
+  return write_bytes(dir / "loss",
+                     "{\"metric\": \"loss\", \"mode\": \"min\", \"value\": 2.5e-3, "
+                     "\"global_step\": 7, \"checkpoint\": \"model.ckpt-7.safetensors\"}\n");
+}
+
 // serve's warm-up files (tf_serving_warmup_requests): TFRecords of PredictionLogs.
 ic::Status warmup_seeds(const fs::path& dir, const std::string& jpeg, const std::string& png) {
   tensorflow::serving::PredictionLog predict;
@@ -514,7 +526,8 @@ ic::Status make_seeds(const fs::path& out) {
         "fuzz_safetensors",    "fuzz_tensor_bundle",    "fuzz_json",     "fuzz_npy",
         "fuzz_event",          "fuzz_checkpoint_state", "fuzz_idx",      "fuzz_synset_labels",
         "fuzz_input_position", "fuzz_predict_request",  "fuzz_gcs_json", "fuzz_int8_export",
-        "fuzz_http_request",   "fuzz_grpc_predict",     "fuzz_warmup",   "fuzz_model_config"}) {
+        "fuzz_http_request",   "fuzz_grpc_predict",     "fuzz_warmup",   "fuzz_model_config",
+        "fuzz_best_export"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -549,6 +562,7 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(grpc_predict_seeds(out / "fuzz_grpc_predict", jpeg, png));
   IC_RETURN_IF_ERROR(warmup_seeds(out / "fuzz_warmup", jpeg, png));
   IC_RETURN_IF_ERROR(model_config_seeds(out / "fuzz_model_config"));
+  IC_RETURN_IF_ERROR(best_export_seeds(out / "fuzz_best_export"));
   return synset_label_seeds(out / "fuzz_synset_labels");
 }
 

@@ -1,6 +1,6 @@
 // inception_v4: train, evaluate or summarise inception_v4 with the reference application's command
 // line (see docs/tutorial.md). Everything happens in ic::run_main;
-// --export_dir uses infer/'s SavedModel export.
+// --export_dir and --export_best use infer/'s SavedModel export.
 #include "core/main_guard.h"
 #include "core/openmp_env.h"
 #include "infer/model_export.h"
@@ -9,6 +9,7 @@
 int main(int argc, char** argv) {
   ic::use_short_openmp_spin(argv);
   return ic::run_guarded("inception_v4", [&] {
-    return ic::run_main("inception_v4", argc, argv, ic::export_newest_saved_model);
+    return ic::run_main("inception_v4", argc, argv,
+                        {ic::export_checkpoint_saved_model, ic::remove_export});
   });
 }

@@ -107,11 +107,17 @@ Status write_model_files(const InferenceModel& model, const std::string& dir, Ex
   return error("unknown export format");
 }
 
-// The warm-up requests (when there are images) and then the model's files.
+// The warm-up requests (when there are images), the extra files and then the model's files.
 Status write_export(const InferenceModel& model, const std::string& dir, ExportFormat format,
-                    const std::vector<std::string>& warmup_images) {
+                    const std::vector<std::string>& warmup_images,
+                    const std::map<std::string, std::string>& extra_files) {
   if (!warmup_images.empty())
     IC_RETURN_IF_ERROR(write_warmup_requests(dir, model.meta.model, warmup_images));
+  for (const auto& [name, contents] : extra_files) {
+    const std::string path = join_path(dir, name);
+    IC_RETURN_IF_ERROR(make_dirs(parent_path(path)));
+    IC_RETURN_IF_ERROR(write_file_atomically(path, {contents}));
+  }
   return write_model_files(model, dir, format);
 }
 
@@ -170,7 +176,8 @@ void remove_abandoned_exports(const std::string& export_dir) {
 
 Result<std::string> export_trained_model(const InferenceModel& model, const std::string& export_dir,
                                          ExportFormat format,
-                                         const std::vector<std::string>& warmup_images) {
+                                         const std::vector<std::string>& warmup_images,
+                                         const std::map<std::string, std::string>& extra_files) {
   if (export_dir.empty()) return error("no export directory given");
   // A missing or undecodable image fails before anything is written.
   IC_ASSIGN_OR_RETURN(std::vector<std::string> warmup, read_warmup_images(warmup_images));
@@ -186,7 +193,7 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
   if (fs->writes_appear_whole()) {
     // An object store has no directory rename: the files go straight into the version's
     // prefix, the marker file (saved_model.pb, model.onnx, model.safetensors) last.
-    Status written = write_export(model, final_dir, format, warmup);
+    Status written = write_export(model, final_dir, format, warmup, extra_files);
     if (!written.ok()) {
       remove_object_tree(*fs, final_dir);
       return error(written.code(), "export to ", export_dir, " failed: ", written.message());
@@ -208,7 +215,7 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
   if (!held.ok())
     return error(held.status().code(), "export to ", export_dir,
                  " failed: ", held.status().message());
-  Status written = write_export(model, temp_dir, format, warmup);
+  Status written = write_export(model, temp_dir, format, warmup, extra_files);
   if (written.ok()) {
     written = fs->rename(temp_dir, final_dir);
     if (written.ok()) {
@@ -223,13 +230,39 @@ Result<std::string> export_trained_model(const InferenceModel& model, const std:
   return final_dir;
 }
 
+Result<std::string> export_checkpoint_saved_model(
+    const std::string& model_dir, const std::string& checkpoint, const std::string& export_dir,
+    const std::map<std::string, std::string>& extra_files) {
+  IC_ASSIGN_OR_RETURN(InferenceModel model, load_for_inference(model_dir, checkpoint));
+  return export_trained_model(model, export_dir, ExportFormat::saved_model, {}, extra_files);
+}
+
 Result<std::string> export_newest_saved_model(const std::string& model_dir,
                                               const std::string& export_dir) {
   if (model_dir.empty()) return error("no --model_dir to export a checkpoint from");
   IC_ASSIGN_OR_RETURN(std::optional<std::string> newest, latest_checkpoint(model_dir));
   if (!newest) return not_found("no checkpoint in ", model_dir, " to export");
-  IC_ASSIGN_OR_RETURN(InferenceModel model, load_for_inference(model_dir, *newest));
-  return export_trained_model(model, export_dir, ExportFormat::saved_model);
+  return export_checkpoint_saved_model(model_dir, *newest, export_dir, {});
+}
+
+Status remove_export(const std::string& dir) {
+  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(dir));
+  if (fs->writes_appear_whole()) {
+    for (const char* marker : {"saved_model.pb", "model.onnx", "model.safetensors"}) {
+      const std::string path = join_path(dir, marker);
+      IC_ASSIGN_OR_RETURN(bool there, fs->exists(path));
+      if (there) IC_RETURN_IF_ERROR(fs->remove(path));
+    }
+    remove_object_tree(*fs, dir);
+    return Status();
+  }
+  const std::string export_dir = parent_path(dir);
+  const std::string gone = join_path(export_dir, "temp-" + base_name(dir));
+  IC_RETURN_IF_ERROR(fs->rename(dir, gone).with_context("cannot remove the export " + dir));
+  std::error_code ec;
+  std::filesystem::remove_all(gone, ec);
+  if (ec) return error("cannot remove ", gone, ": ", ec.message());
+  return Status();
 }
 
 }  // namespace ic

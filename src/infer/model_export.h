@@ -6,6 +6,7 @@
 // export; a failed export leaves no numbered directory.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,23 @@ enum class ExportFormat {
 // needed) and returns that directory's path. With `warmup_images` (image files), the version
 // also holds TF Serving's warm-up requests, one per image (infer/warmup_export.h), written
 // before the model's files so that a poller never sees a version without them.
-Result<std::string> export_trained_model(const InferenceModel& model, const std::string& export_dir,
-                                         ExportFormat format,
-                                         const std::vector<std::string>& warmup_images = {});
+// `extra_files` (paths inside the version → contents) are written before the model's files
+// too (--export_best's record).
+Result<std::string> export_trained_model(
+    const InferenceModel& model, const std::string& export_dir, ExportFormat format,
+    const std::vector<std::string>& warmup_images = {},
+    const std::map<std::string, std::string>& extra_files = {});
+
+// The trainers' exports (train/best_export.h's CheckpointExporter): `checkpoint` of model_dir
+// as a SavedModel under export_dir, with `extra_files`.
+Result<std::string> export_checkpoint_saved_model(
+    const std::string& model_dir, const std::string& checkpoint, const std::string& export_dir,
+    const std::map<std::string, std::string>& extra_files);
+
+// Deletes the export in `dir` so that a poller never sees half of it: locally it is first
+// renamed to a temp-N name (which pollers skip); in an object store its marker file (what
+// makes a poller take it) goes first, then the rest.
+Status remove_export(const std::string& dir);
 
 // What the trainers' --export_dir does after a run (train/run_main.h): the newest checkpoint
 // of `model_dir` as a SavedModel under `export_dir`. No checkpoint is an error naming

@@ -21,6 +21,10 @@ namespace ic {
 enum class Mode { train, eval, train_and_eval, summary };
 enum class UseData { real, fake };
 enum class Precision { float32, bfloat16 };
+// --export_best: the evaluation metric that decides whether a checkpoint is exported, and
+// whether more (accuracy) or less (loss) is better; auto: less for loss, more otherwise.
+enum class ExportBestMetric { none, accuracy, accuracy_at_5, loss };
+enum class ExportBestMode { auto_, max, min };
 using Preprocessing = PreprocessOptions::Kind;
 // CheckpointFormat (io/checkpoint_dir.h) is a choice too, and so is the optimizer: an entry of
 // the optimizer table (train/optimizer.h), held as a pointer into it.
@@ -53,6 +57,21 @@ struct Choices<const Optimizer*> {
     auto end() const { return optimizer_choice_names().end(); }
   };
   static constexpr Names names{};
+};
+template <>
+struct Choices<ExportBestMetric> {
+  static constexpr std::array<ChoiceName<ExportBestMetric>, 4> names = {
+      {{ExportBestMetric::none, "none"},
+       {ExportBestMetric::accuracy, "accuracy"},
+       {ExportBestMetric::accuracy_at_5, "accuracy@5"},
+       {ExportBestMetric::loss, "loss"}}};
+};
+template <>
+struct Choices<ExportBestMode> {
+  static constexpr std::array<ChoiceName<ExportBestMode>, 3> names = {
+      {{ExportBestMode::auto_, "auto"},
+       {ExportBestMode::max, "max"},
+       {ExportBestMode::min, "min"}}};
 };
 template <>
 struct Choices<Preprocessing> {

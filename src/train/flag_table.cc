@@ -148,6 +148,17 @@ std::vector<Flag> make_trainer_flags() {
       number("stop_timeout_secs", &O::stop_timeout_secs, at_least(0),
              "After SIGINT/SIGTERM, seconds to wait for the checkpoint at the next step "
              "boundary before exiting at once (a second signal exits at once)"),
+      choice("export_best", &O::export_best,
+             "After each evaluation whose score on this metric beats every earlier export "
+             "under --export_dir (also those of earlier runs), export the evaluated checkpoint "
+             "there as a SavedModel, with the score and step in assets.extra/best_export.json "
+             "(TensorFlow's BestExporter); replaces the export at the end of the run; none: off"),
+      choice("export_best_mode", &O::export_best_mode,
+             "Whether a higher (max) or lower (min) --export_best score is better; auto: min "
+             "for loss, max for the accuracies"),
+      number("exports_to_keep", &O::exports_to_keep, at_least(0),
+             "--export_best keeps this many of its newest exports under --export_dir and "
+             "deletes older ones (0: keeps all)"),
   };
 }
 

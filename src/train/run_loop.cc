@@ -74,8 +74,10 @@ std::string progress_line(int64_t step, int64_t train_steps, double steps_per_se
 // collectives in the same order.
 class Session {
  public:
-  Session(const RunOptions& options, Backend& backend, std::ostream& log, Communicator& comm)
+  Session(const RunOptions& options, Backend& backend, std::ostream& log, Communicator& comm,
+          const EvaluationListener& on_evaluation)
       : options_(options),
+        on_evaluation_(on_evaluation),
         backend_(backend),
         leader_(comm.rank() == 0),
         log_(leader_ ? log : null_log_),
@@ -130,7 +132,12 @@ class Session {
     return stopped_;
   }
 
+  // Tells the listener, on the leader, what the evaluation just finished scored.
+  Status report_evaluation(const std::string& checkpoint);
+
   const RunOptions& options_;
+  const EvaluationListener& on_evaluation_;
+  std::optional<EvaluationOutcome> last_scores_;  // the leader's latest evaluation
   Backend& backend_;
   const bool leader_;
   std::ostream null_log_{nullptr};  // what the other replicas log to: nothing
@@ -457,6 +464,7 @@ Result<std::string> Session::evaluate_and_report() {
   IC_RETURN_IF_ERROR(check_eval_input_whole(options_, *source, damaged));
   if (!leader_) return std::string();
   const int64_t step = state_->global_step;
+  last_scores_ = EvaluationOutcome{"", step, c.accuracy(), c.accuracy_at_5(), c.mean_loss()};
   const std::string results =
       format_eval_results(c.accuracy(), c.accuracy_at_5(), step, c.mean_loss());
   log_ << "Saving dict for global step " << step << ": " << results << std::endl;
@@ -497,9 +505,26 @@ Status Session::run_train_and_eval() {
     if (stopped_) break;
     log_ << "Starting evaluation cycle " << cycle << " ." << std::endl;
     IC_ASSIGN_OR_RETURN(std::string results, evaluate_and_report_averaged());
-    if (!stopped_) log_ << "Evaluation results: " << results << std::endl;
+    if (stopped_) break;
+    log_ << "Evaluation results: " << results << std::endl;
+    if (leader_ && on_evaluation_) {
+      // The checkpoint train_until() saved at this step is the model_dir's newest.
+      IC_ASSIGN_OR_RETURN(std::optional<std::string> saved, latest_checkpoint(options_.model_dir));
+      if (!saved)
+        return error("no checkpoint in ", options_.model_dir, " after step ", state_->global_step,
+                     " was saved");
+      IC_RETURN_IF_ERROR(report_evaluation(*saved));
+    }
   }
   return Status();
+}
+
+Status Session::report_evaluation(const std::string& checkpoint) {
+  if (!on_evaluation_ || !last_scores_) return Status();
+  EvaluationOutcome outcome = *last_scores_;
+  outcome.checkpoint = checkpoint;
+  last_scores_.reset();
+  return on_evaluation_(outcome);
 }
 
 Status Session::run_eval() {
@@ -529,6 +554,7 @@ Status Session::run_eval() {
       if (stopped_) break;
       log_ << "Eval results: " << results
            << ". Elapsed seconds: " << static_cast<int64_t>(seconds_since(start)) << std::endl;
+      IC_RETURN_IF_ERROR(report_evaluation(path));
       const int64_t step = checkpoint_step(path).value_or(state_->global_step);
       if (step >= options_.train_steps) {
         log_ << "Evaluation finished after training step " << step << std::endl;
@@ -585,13 +611,13 @@ std::string format_eval_results(double accuracy, double accuracy_at_5, int64_t s
 }
 
 Status run_mode(const RunOptions& options, Backend& backend, std::ostream& log,
-                Communicator* communicator) {
+                Communicator* communicator, const EvaluationListener& on_evaluation) {
   std::unique_ptr<Communicator> single;
   if (communicator == nullptr) {
     single = make_single_process_communicator();
     communicator = single.get();
   }
-  Session session(options, backend, log, *communicator);
+  Session session(options, backend, log, *communicator, on_evaluation);
   return session.run();
 }
 

@@ -10,7 +10,10 @@
 // and "examples/sec: R"; summaries and checkpoints are decided at loop boundaries.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <ostream>
+#include <string>
 
 #include "backend/backend.h"
 #include "core/status.h"
@@ -27,8 +30,20 @@ namespace ic {
 // takes train_batch_size / processes images of its own input shard per step, the gradients are
 // averaged, and replica 0 logs and writes checkpoints and events; evaluation splits the
 // validation files over the replicas and sums their counts. --mode=eval is refused there.
+//
+// `on_evaluation`, when given, is called on replica 0 after each evaluation that scored (not
+// one a stop signal cut short), with the checkpoint it evaluated; an error it returns ends the
+// run with that error (--export_best, train/best_export.h).
+struct EvaluationOutcome {
+  std::string checkpoint;  // the checkpoint evaluated (its path prefix in --model_dir)
+  int64_t step = 0;
+  double accuracy = 0, accuracy_at_5 = 0, loss = 0;
+};
+using EvaluationListener = std::function<Status(const EvaluationOutcome&)>;
+
 Status run_mode(const RunOptions& options, Backend& backend, std::ostream& log,
-                Communicator* communicator = nullptr);
+                Communicator* communicator = nullptr,
+                const EvaluationListener& on_evaluation = nullptr);
 
 // The replicas' eval counts added up (every replica gets the sum).
 TopKCounts sum_over_replicas(const TopKCounts& counts, Communicator& comm);

@@ -8,6 +8,7 @@
 #include "core/host_memory.h"
 #include "core/stop_signal.h"
 #include "dist/communicator.h"
+#include "io/checkpoint_dir.h"
 #include "train/run_loop.h"
 #include "train/train_flags.h"
 
@@ -41,10 +42,18 @@ Result<std::unique_ptr<Backend>> choose_backend(const std::string& program,
   return make_backend(chosen.options);
 }
 
+// --export_dir after a run: model_dir's newest checkpoint.
+Result<std::string> export_newest(const std::string& model_dir, const std::string& export_dir,
+                                  const CheckpointExporter& exporter) {
+  if (!exporter.export_checkpoint) return error("this program was built without the export");
+  IC_ASSIGN_OR_RETURN(std::optional<std::string> newest, latest_checkpoint(model_dir));
+  if (!newest) return not_found("no checkpoint in ", model_dir, " to export");
+  return exporter.export_checkpoint(model_dir, *newest, export_dir, {});
+}
+
 }  // namespace
 
-int run_main(const std::string& model, int argc, char** argv,
-             const ExportNewestCheckpoint& export_newest) {
+int run_main(const std::string& model, int argc, char** argv, const CheckpointExporter& exporter) {
   const std::string program = model;
   bool help = false;
   Result<RunOptions> options = parse_run_options(model, argc, argv, &help);
@@ -102,18 +111,30 @@ int run_main(const std::string& model, int argc, char** argv,
     if (comm.size() > 1) std::cout << ", data parallel over " << comm.description();
     std::cout << std::endl;
   }
+  // --export_best: the leader compares each evaluation with the best export so far.
+  std::unique_ptr<BestExporter> best;
+  EvaluationListener on_evaluation;
+  if (options->export_best != ExportBestMetric::none && comm.rank() == 0) {
+    Result<std::unique_ptr<BestExporter>> opened = BestExporter::open(
+        options->export_best, options->export_best_mode, options->exports_to_keep,
+        options->model_dir, options->export_dir, exporter, std::cout);
+    if (!opened.ok()) return fail(opened.status());
+    best = std::move(*opened);
+    on_evaluation = [&best](const EvaluationOutcome& outcome) { return best->consider(outcome); };
+  }
   install_stop_signal_handlers(program.c_str(), options->stop_timeout_secs);
   Status status;
   try {
-    status = run_mode(*options, **backend, std::cout, &comm);
+    status = run_mode(*options, **backend, std::cout, &comm, on_evaluation);
   } catch (const std::exception& e) {  // and then abort the other replicas too, via fail()
     status = error("unexpected error: ", e.what());
   }
   if (!status.ok()) return fail(status);
-  if (!options->export_dir.empty() && comm.rank() == 0) {
-    if (!export_newest)
-      return fail(error("--export_dir: this program was built without the export"));
-    Result<std::string> exported = export_newest(options->model_dir, options->export_dir);
+  if (best) {
+    if (best->best())
+      std::cout << "--export_best: the best export is " << best->best()->first << std::endl;
+  } else if (!options->export_dir.empty() && comm.rank() == 0) {
+    Result<std::string> exported = export_newest(options->model_dir, options->export_dir, exporter);
     if (!exported.ok()) return fail(exported.status().with_context("--export_dir"));
     std::cout << "Exported the newest checkpoint of " << options->model_dir
               << " as a SavedModel to " << *exported << std::endl;

@@ -4,22 +4,18 @@
 // command line exits 2; --help prints every flag with its default and exits 0.
 #pragma once
 
-#include <functional>
 #include <string>
 
 #include "core/status.h"
+#include "train/best_export.h"
 
 namespace ic {
 
-// What --export_dir does once the run has finished: export the newest checkpoint of
-// model_dir into a new numbered directory under export_dir and return its path. The programs
-// pass infer/'s SavedModel export (infer/model_export.h); train/ cannot use infer/ itself.
-using ExportNewestCheckpoint =
-    std::function<Result<std::string>(const std::string& model_dir, const std::string& export_dir)>;
-
-// With --export_dir set, replica 0 calls `export_newest` after a train, eval or train_and_eval
-// run that succeeded; an export that fails fails the program.
+// With --export_dir set, replica 0 exports through `exporter` (the programs pass infer/'s
+// SavedModel export; train/ cannot use infer/ itself): the newest checkpoint after a train,
+// eval or train_and_eval run that succeeded, or, with --export_best, each evaluated checkpoint
+// that beats the best so far (train/best_export.h). An export that fails fails the program.
 int run_main(const std::string& model, int argc, char** argv,
-             const ExportNewestCheckpoint& export_newest = nullptr);
+             const CheckpointExporter& exporter = {});
 
 }  // namespace ic

@@ -14,6 +14,15 @@ Status validate_run_options(const RunOptions& o) {
     return error("--model_dir is required with --mode=", choice_name(o.mode),
                  " (checkpoints and event files go there)");
   }
+  if (o.export_best != ExportBestMetric::none) {
+    if (o.export_dir.empty())
+      return invalid_argument("--export_best=", choice_name(o.export_best),
+                              " needs --export_dir, where the best checkpoints are exported");
+    if (o.mode == Mode::train)
+      return invalid_argument(
+          "--export_best needs evaluations to compare: use it with "
+          "--mode=train_and_eval or --mode=eval, not --mode=train");
+  }
   return Status();
 }
 

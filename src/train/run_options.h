@@ -103,6 +103,13 @@ struct RunOptions {
   // After SIGINT/SIGTERM, seconds to wait for a step boundary (where the checkpoint is
   // written) before exiting at once; a second signal exits at once anyway.
   int32_t stop_timeout_secs = 60;
+  // TensorFlow's BestExporter: after each evaluation that beats every earlier export's
+  // `export_best` score (in export_dir, so across restarts), the evaluated checkpoint is
+  // exported to export_dir; only the newest exports_to_keep such exports are kept (0: all).
+  // It replaces the export at the end of the run.
+  ExportBestMetric export_best = ExportBestMetric::none;
+  ExportBestMode export_best_mode = ExportBestMode::auto_;
+  int32_t exports_to_keep = 5;
 };
 
 // Checks every value against what it may be (each flag's range from the flag table, then the

@@ -62,7 +62,8 @@ std::vector<std::string> differences(const RunOptions& a, const RunOptions& b) {
   return out;
 }
 
-const std::vector<std::string> kDirs = {"--data_dir=/d", "--model_dir=/m"};
+// With an export directory, so that --export_best=<metric> is valid on its own too.
+const std::vector<std::string> kDirs = {"--data_dir=/d", "--model_dir=/m", "--export_dir=/e"};
 
 TEST(FlagTable, NamesAreUniqueAndEveryFlagHasHelp) {
   std::set<std::string> names;
