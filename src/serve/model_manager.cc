@@ -160,11 +160,19 @@ void ModelManager::sync(const std::shared_ptr<Model>& model) {
     // Kept while none of the wanted versions could be loaded (even when its files are gone:
     // it is in memory), so that a bad new version never leaves the model without one.
     if (!serving_wanted) continue;
-    // Straight to END: under the lock no status can see UNLOADING, and the memory goes when
-    // the last request holding the model is answered, not here.
+    // New requests no longer get it; those already holding it finish on it. The memory goes
+    // when the last of them is answered, and the version is UNLOADING until then.
+    version.draining = version.model;
     version.model.reset();
-    version.state = VersionState::end;
-    log("unloaded version " + std::to_string(number) + " of " + model->name);
+    version.state = VersionState::unloading;
+    log("unloading version " + std::to_string(number) + " of " + model->name +
+        (version.draining.expired() ? "" : " (it ends when its requests in flight are answered)"));
+  }
+  for (auto& [number, version] : model->versions) {
+    if (version.state == VersionState::unloading && version.draining.expired()) {
+      version.state = VersionState::end;
+      log("unloaded version " + std::to_string(number) + " of " + model->name);
+    }
   }
   // Forget the oldest ended versions beyond the limit.
   size_t ended = 0;
@@ -213,6 +221,7 @@ void ModelManager::load(const std::shared_ptr<Model>& model, int64_t version,
   entry.failed_path.clear();
   entry.status = Status();
   entry.state = VersionState::available;
+  entry.draining.reset();
   entry.model = fresh;
   const bool replaces = before && before->version() < fresh->version();
   std::ostringstream line;
@@ -294,6 +303,12 @@ Result<std::shared_ptr<ServedModel>> ModelManager::resolve(const ModelRequest& r
   return newest;
 }
 
+VersionState ModelManager::reported_state(const Version& version) {
+  if (version.state == VersionState::unloading && version.draining.expired())
+    return VersionState::end;
+  return version.state;
+}
+
 Result<std::vector<VersionStatus>> ModelManager::status(const std::string& name,
                                                         std::optional<int64_t> version) const {
   std::vector<VersionStatus> out;
@@ -305,7 +320,7 @@ Result<std::vector<VersionStatus>> ModelManager::status(const std::string& name,
         for (auto it = model->versions.rbegin(); it != model->versions.rend(); ++it) {
           if ((it->second.state == VersionState::available) != available) continue;
           if (version && it->first != *version) continue;
-          out.push_back({it->first, it->second.state, it->second.status});
+          out.push_back({it->first, reported_state(it->second), it->second.status});
         }
       }
     }

@@ -93,7 +93,10 @@ class ModelManager {
     VersionState state = VersionState::start;
     Status status;
     std::shared_ptr<ServedModel> model;  // set while available
-    std::string failed_path;             // files that failed to load: not tried again
+    // While UNLOADING: the model that requests still hold. The version is END once the last
+    // of them is answered and the model's memory is gone.
+    std::weak_ptr<ServedModel> draining;
+    std::string failed_path;  // files that failed to load: not tried again
   };
   struct Model {
     ModelConfigEntry config;
@@ -110,6 +113,8 @@ class ModelManager {
   const Model* find(const std::string& name) const;
   std::string names() const;
   static std::shared_ptr<ServedModel> newest_available(const Model& model);
+  // UNLOADING while a request holds the version's model, then END.
+  static VersionState reported_state(const Version& version);
   void poll_loop(std::chrono::milliseconds interval, const std::function<void()>& work);
 
   Loader loader_;
