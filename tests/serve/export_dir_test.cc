@@ -17,27 +17,6 @@ namespace {
 using namespace testing;
 namespace fs = std::filesystem;
 
-std::set<std::string> entries(const std::string& dir) {
-  std::set<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename());
-  return names;
-}
-
-// Runs export_model and returns the name of the version directory it added.
-std::string export_once(const std::string& model_dir, const std::string& export_dir,
-                        const std::string& format) {
-  const std::set<std::string> before =
-      fs::exists(export_dir) ? entries(export_dir) : std::set<std::string>();
-  const ToolOutput run =
-      run_tool("export_model",
-               "--model_dir=" + model_dir + " --export_dir=" + export_dir + " --format=" + format);
-  EXPECT_EQ(run.exit_code, 0) << run.output;
-  for (const std::string& name : entries(export_dir))
-    if (!before.count(name)) return name;
-  ADD_FAILURE() << "export_model added no version directory: " << run.output;
-  return "";
-}
-
 TEST(ServeExportDir, ServesTheNewestSafetensorsExportAndSwitchesToANewerOne) {
   // Two servers compile the same graph; with their convolution algorithms chosen by timing
   // (under a loaded machine, differently) they would agree only to the last bits.

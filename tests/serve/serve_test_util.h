@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -121,6 +123,28 @@ inline std::string served_version(const RunningServer& server) {
   const Reply status = get(server, "/v1/models/inception_v3");
   if (status.status != 200) return "";
   return status.body["model_version_status"][0]["version"].get<std::string>();
+}
+
+// The names in `dir`.
+inline std::set<std::string> entries(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.insert(e.path().filename());
+  return names;
+}
+
+// Runs export_model and returns the name of the version directory it added.
+inline std::string export_once(const std::string& model_dir, const std::string& export_dir,
+                               const std::string& format) {
+  const std::set<std::string> before =
+      std::filesystem::exists(export_dir) ? entries(export_dir) : std::set<std::string>();
+  const ToolOutput run =
+      run_tool("export_model",
+               "--model_dir=" + model_dir + " --export_dir=" + export_dir + " --format=" + format);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  for (const std::string& name : entries(export_dir))
+    if (!before.count(name)) return name;
+  ADD_FAILURE() << "export_model added no version directory: " << run.output;
+  return "";
 }
 
 // The error message of an error reply ("" when there is none).

@@ -8,35 +8,17 @@
 #include <filesystem>
 #include <string>
 
+#include "tools/small_disk.h"
 #include "tools/tool_runner.h"
 
 namespace ic {
 namespace {
 
 using testing::run_command;
+using testing::SmallDisk;
 using testing::TempDir;
 using testing::ToolOutput;
 using testing::train_tiny_model;
-
-// A tmpfs of `megabytes` at `path`, unmounted at the end of the scope.
-class SmallDisk {
- public:
-  SmallDisk(const std::string& path, int megabytes) : path_(path) {
-    std::filesystem::create_directories(path);
-    mounted_ =
-        ::geteuid() == 0 &&
-        run_command("mount -t tmpfs -o size=" + std::to_string(megabytes) + "m tmpfs " + path)
-                .exit_code == 0;
-  }
-  ~SmallDisk() {
-    if (mounted_) run_command("umount " + path_);
-  }
-  bool mounted() const { return mounted_; }
-
- private:
-  std::string path_;
-  bool mounted_ = false;
-};
 
 TEST(DiskFull, AFailedSaveLeavesThePreviousCheckpointIntactAndStopsWithTheCause) {
   TempDir dir;
