@@ -126,8 +126,9 @@ const ic::FlagTable<ServeFlags>& serve_flags() {
       number("max_connections_per_client", &O::max_connections_per_client, at_least(1),
              "Open REST connections from one client address at most; more are answered 503"),
       number("max_inflight_bytes", &O::max_inflight_bytes, at_least(1),
-             "REST request bodies being received or answered, all together, at most; a request "
-             "beyond it answers 503 before its body is read"),
+             "Request bytes held at once, REST and gRPC together: REST bodies being received or "
+             "answered (beyond it: 503 before the body is read) and gRPC messages being handled "
+             "(beyond it: UNAVAILABLE)"),
       number("file_system_poll_wait_seconds", &O::file_system_poll_wait_seconds, at_least(0),
              "How often each model's base path (--model_dir) is checked for new versions; "
              "0 = never reload"),

@@ -126,8 +126,8 @@ struct Server::Loop {
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections;
   std::vector<uint64_t> closed_ids;
   std::map<std::string, size_t> per_address;
-  size_t inflight_bytes = 0;
-  size_t handling = 0;  // requests at the workers
+  std::shared_ptr<ByteBudget> budget;  // request bytes held: bodies received or handled
+  size_t handling = 0;                 // requests at the workers
   uint64_t next_id = 2;
   Clock::time_point last_expiry_scan;
   std::mutex done_mutex;
@@ -151,7 +151,7 @@ struct Server::Loop {
   void close_connection(Connection& c) {
     if (c.closed) return;
     c.closed = true;
-    inflight_bytes -= c.reserved;
+    budget->release(c.reserved);
     c.reserved = 0;
     if (--per_address[c.peer] == 0) per_address.erase(c.peer);
     c.fd.reset();  // closing the descriptor also takes it out of the epoll set
@@ -259,11 +259,10 @@ struct Server::Loop {
       const size_t want = p.declared_length() > 0 ? static_cast<size_t>(p.declared_length())
                                                   : p.request().body.size();
       if (want > c.reserved) {
-        if (inflight_bytes + (want - c.reserved) > options.max_inflight_body_bytes) {
+        if (!budget->try_reserve(want - c.reserved)) {
           respond_error(c, 503, "the server is receiving too many request bytes at once");
           return false;
         }
-        inflight_bytes += want - c.reserved;
         c.reserved = want;
       }
     }
@@ -320,7 +319,7 @@ struct Server::Loop {
 
   void start_write(Connection& c, const Response& r, bool keep_alive, int minor_version,
                    bool head_only) {
-    inflight_bytes -= c.reserved;
+    budget->release(c.reserved);
     c.reserved = 0;
     c.close_after_write = r.close || !keep_alive || draining;
     c.out = serialize(r, c.close_after_write, head_only, minor_version);
@@ -474,6 +473,9 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options, Han
   std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, freeaddrinfo);
   auto loop = std::make_unique<Loop>();
   loop->options = options;
+  loop->budget = options.inflight_budget
+                     ? options.inflight_budget
+                     : std::make_shared<ByteBudget>(options.max_inflight_body_bytes);
   loop->handler = std::move(handler);
   loop->listener =
       UniqueFd(socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "core/byte_budget.h"
 #include "core/status.h"
 #include "http/message.h"
 #include "http/request_parser.h"
@@ -37,6 +38,9 @@ struct ServerOptions {
   size_t max_connections = 8192;
   size_t max_connections_per_address = 2048;
   size_t max_inflight_body_bytes = size_t{1} << 30;
+  // The budget those bytes are counted in, when other request paths share it (serve's gRPC
+  // front end); unset: the server's own, of max_inflight_body_bytes.
+  std::shared_ptr<ByteBudget> inflight_budget;
   int worker_threads = 32;
 };
 

@@ -101,6 +101,15 @@ class JobRunner {
   std::string model_;
 };
 
+// A call whose message does not fit in the request bytes REST and gRPC hold together
+// (--max_inflight_bytes): UNAVAILABLE, as REST's 503, so clients retry later. gRPC has parsed
+// the message already; answering now frees it instead of holding it through the queue.
+grpc::Status too_many_bytes() {
+  return to_grpc(
+      unavailable("the server is holding too many request bytes at once "
+                  "(--max_inflight_bytes, REST and gRPC together)"));
+}
+
 class PredictionService final : public tfs::PredictionService::Service {
  public:
   explicit PredictionService(ServingCore& core) : core_(core) {}
@@ -108,7 +117,9 @@ class PredictionService final : public tfs::PredictionService::Service {
   grpc::Status Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
                        tfs::PredictResponse* response) override {
     JobRunner runner(core_, *context);
-    const grpc::Status status = predict(runner, *request, response);
+    const ByteBudget::Hold held(*core_.inflight_budget(), request->ByteSizeLong());
+    const grpc::Status status =
+        held.held() ? predict(runner, *request, response) : too_many_bytes();
     runner.record("predict", status);
     return status;
   }
@@ -116,7 +127,9 @@ class PredictionService final : public tfs::PredictionService::Service {
   grpc::Status Classify(grpc::ServerContext* context, const tfs::ClassificationRequest* request,
                         tfs::ClassificationResponse* response) override {
     JobRunner runner(core_, *context);
-    const grpc::Status status = classify(runner, *request, response);
+    const ByteBudget::Hold held(*core_.inflight_budget(), request->ByteSizeLong());
+    const grpc::Status status =
+        held.held() ? classify(runner, *request, response) : too_many_bytes();
     runner.record("classify", status);
     return status;
   }

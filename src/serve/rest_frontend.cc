@@ -218,7 +218,12 @@ class Routes {
                     "# HELP serve_queued_instances Instances waiting for the model now.\n"
                     "# TYPE serve_queued_instances gauge\n"
                     "serve_queued_instances " +
-                    std::to_string(core_.queued()) + "\n";
+                    std::to_string(core_.queued()) + "\n" +
+                    "# HELP serve_inflight_request_bytes Request bytes held now, REST bodies and "
+                    "gRPC messages together (--max_inflight_bytes).\n"
+                    "# TYPE serve_inflight_request_bytes gauge\n"
+                    "serve_inflight_request_bytes " +
+                    std::to_string(core_.inflight_budget()->used()) + "\n";
     return response;
   }
 
@@ -254,10 +259,12 @@ http::ServerOptions http_options_for(const ServerOptions& options) {
 Result<std::unique_ptr<RestFrontend>> RestFrontend::create(ServingCore& core,
                                                            const ServerOptions& options) {
   auto routes = std::make_shared<Routes>(core, core.options());
-  IC_ASSIGN_OR_RETURN(
-      std::unique_ptr<http::Server> server,
-      http::Server::create(http_options_for(options),
-                           [routes](http::Request& request) { return routes->handle(request); }));
+  http::ServerOptions http_options = http_options_for(options);
+  http_options.inflight_budget = core.inflight_budget();
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<http::Server> server,
+                      http::Server::create(http_options, [routes](http::Request& request) {
+                        return routes->handle(request);
+                      }));
   return std::make_unique<RestFrontend>(std::move(server));
 }
 

@@ -51,7 +51,8 @@ struct ServerOptions {
   std::chrono::milliseconds request_timeout{30000};  // also the REST body and write deadlines
   // REST connections (http/server.h): a request's head must arrive within header_timeout;
   // beyond the connection limits a connection gets 503; request bodies being received or
-  // answered, all connections together, stay under max_inflight_bytes (503 beyond it).
+  // answered, all connections together, and gRPC messages being handled, stay under
+  // max_inflight_bytes together (503 / UNAVAILABLE beyond it).
   std::chrono::milliseconds header_timeout{10000};
   size_t max_connections = 8192;
   size_t max_connections_per_client = 2048;

@@ -9,7 +9,9 @@
 namespace ic {
 
 ServingCore::ServingCore(const ServerOptions& options)
-    : options_(options), metrics_(std::make_unique<ServerMetrics>(options.max_batch_size)) {
+    : options_(options),
+      metrics_(std::make_unique<ServerMetrics>(options.max_batch_size)),
+      inflight_budget_(std::make_shared<ByteBudget>(options.max_inflight_bytes)) {
   ServerMetrics* metrics = metrics_.get();
   batcher_ = std::make_unique<Batcher>(
       BatcherOptions{options.max_batch_size, options.batch_timeout, options.max_queue},

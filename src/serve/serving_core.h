@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/byte_budget.h"
 #include "core/status.h"
 #include "proto/tensorflow_serving/model_server_config.pb.h"
 #include "serve/api.h"
@@ -36,6 +37,9 @@ class ServingCore {
 
   const ServerOptions& options() const { return options_; }
   ServerMetrics& metrics() { return *metrics_; }
+  // The request bytes both front ends hold at once (REST bodies, gRPC messages), under
+  // options().max_inflight_bytes.
+  const std::shared_ptr<ByteBudget>& inflight_budget() const { return inflight_budget_; }
   int64_t queued() const { return batcher_->queued(); }
 
   // The first model's newest available version (null before its first load), and its name.
@@ -75,6 +79,7 @@ class ServingCore {
 
   ServerOptions options_;
   std::unique_ptr<ServerMetrics> metrics_;
+  std::shared_ptr<ByteBudget> inflight_budget_;
   // One batcher for every model: it runs one batch at a time, each of one model's version
   // (a BatchJob carries its model), so ServedModel::run never has two callers.
   std::unique_ptr<Batcher> batcher_;
