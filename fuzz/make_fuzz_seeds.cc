@@ -26,6 +26,7 @@
 //                          stable/canary labels, latest 2 and all; one with a label outside
 //                          its policy
 //   fuzz_best_export       --export_best records: accuracy (max) and loss (min)
+//   fuzz_sweep_config      sweep configs: a grid with base flags, a list of variants
 //   fuzz_gcs_json          Cloud Storage / OAuth bodies: a listing page, object metadata, a
 //                          token response, a service-account key (dummy PEM), rewrite and
 //                          error responses
@@ -426,6 +427,18 @@ ic::Status best_export_seeds(const fs::path& dir) {
                      "\"global_step\": 7, \"checkpoint\": \"model.ckpt-7.safetensors\"}\n");
 }
 
+// The sweep program's configs: a grid with base flags, and a list of variants.
+ic::Status sweep_config_seeds(const fs::path& dir) {
+  IC_RETURN_IF_ERROR(write_bytes(
+      dir / "grid",
+      R"({"trainer": "inception_v3", "flags": {"use_data": "fake", "train_batch_size": 8},
+ "grid": {"learning_rate": [0.1, 0.01], "depth_multiplier": [0.5, 1.0]},
+ "metric": "loss", "mode": "min", "budget": {"train_steps": 200}})"));
+  return write_bytes(dir / "variants",
+                     R"({"trainer": "resnet50", "variants": [{"label_smoothing": 0.1},
+ {"optimizer": "momentum", "use_tpu": false}], "budget": {"train_steps": 1}})");
+}
+
 // serve's warm-up files (tf_serving_warmup_requests): TFRecords of PredictionLogs.
 ic::Status warmup_seeds(const fs::path& dir, const std::string& jpeg, const std::string& png) {
   tensorflow::serving::PredictionLog predict;
@@ -527,7 +540,7 @@ ic::Status make_seeds(const fs::path& out) {
         "fuzz_event",          "fuzz_checkpoint_state", "fuzz_idx",      "fuzz_synset_labels",
         "fuzz_input_position", "fuzz_predict_request",  "fuzz_gcs_json", "fuzz_int8_export",
         "fuzz_http_request",   "fuzz_grpc_predict",     "fuzz_warmup",   "fuzz_model_config",
-        "fuzz_best_export"}) {
+        "fuzz_best_export",    "fuzz_sweep_config"}) {
     fs::create_directories(out / harness);
   }
   IC_ASSIGN_OR_RETURN(const std::string jpeg, ic::encode_jpeg(picture(24, 32, 3), 90));
@@ -563,6 +576,7 @@ ic::Status make_seeds(const fs::path& out) {
   IC_RETURN_IF_ERROR(warmup_seeds(out / "fuzz_warmup", jpeg, png));
   IC_RETURN_IF_ERROR(model_config_seeds(out / "fuzz_model_config"));
   IC_RETURN_IF_ERROR(best_export_seeds(out / "fuzz_best_export"));
+  IC_RETURN_IF_ERROR(sweep_config_seeds(out / "fuzz_sweep_config"));
   return synset_label_seeds(out / "fuzz_synset_labels");
 }
 

@@ -13,7 +13,7 @@ build=${IC_FUZZ_BUILD_DIR:-build-fuzz}
 harnesses=(fuzz_tfrecord fuzz_example fuzz_image fuzz_preprocess fuzz_safetensors fuzz_tensor_bundle fuzz_json
            fuzz_npy fuzz_event fuzz_checkpoint_state fuzz_idx fuzz_synset_labels fuzz_input_position fuzz_predict_request
            fuzz_gcs_json fuzz_int8_export fuzz_http_request fuzz_grpc_predict
-           fuzz_warmup fuzz_model_config fuzz_best_export)
+           fuzz_warmup fuzz_model_config fuzz_best_export fuzz_sweep_config)
 limits=(-rss_limit_mb=2048 -timeout=10)
 
 launcher=()

@@ -67,7 +67,7 @@ std::vector<double> logged_losses(const std::string& log) {
   return losses;
 }
 
-size_t count(const std::string& text, const std::string& what) {
+size_t export_best_lines(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
@@ -83,8 +83,10 @@ TEST(ExportBest, ExportsEachImprovementAndTheNewestIsTheBest) {
   ASSERT_EQ(losses.size(), 5u) << run.output;
   const auto exports = best_exports(export_dir);
   ASSERT_FALSE(exports.empty()) << run.output;
-  EXPECT_EQ(exports.size(), count(run.output, "--export_best: exported ")) << run.output;
-  EXPECT_EQ(exports.size() + count(run.output, "--export_best: not exported"), losses.size())
+  EXPECT_EQ(exports.size(), export_best_lines(run.output, "--export_best: exported "))
+      << run.output;
+  EXPECT_EQ(exports.size() + export_best_lines(run.output, "--export_best: not exported"),
+            losses.size())
       << run.output;
   for (size_t i = 1; i < exports.size(); ++i)
     EXPECT_LT(exports[i].second.value, exports[i - 1].second.value) << run.output;
@@ -99,7 +101,7 @@ TEST(ExportBest, ExportsEachImprovementAndTheNewestIsTheBest) {
 }
 
 // Starts `command` in the background; the caller kills it.
-pid_t start(const std::string& command, const std::string& log) {
+pid_t start_trainer(const std::string& command, const std::string& log) {
   const pid_t pid = fork();
   if (pid == 0) {
     execl("/bin/sh", "sh", "-c", ("exec " + command + " >" + log + " 2>&1").c_str(), nullptr);
@@ -111,9 +113,9 @@ pid_t start(const std::string& command, const std::string& log) {
 TEST(ExportBest, KeepsTheBestAcrossAKillAndRestart) {
   TempDir dir;
   const std::string model_dir = dir.sub("model"), export_dir = dir.sub("export");
-  const pid_t trainer =
-      start(bin_path("inception_v3") + " --train_steps=400 " + tiny_run(model_dir, export_dir),
-            dir.sub("first.log"));
+  const pid_t trainer = start_trainer(
+      bin_path("inception_v3") + " --train_steps=400 " + tiny_run(model_dir, export_dir),
+      dir.sub("first.log"));
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(240);
   while (best_exports(export_dir).empty() && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -134,7 +136,7 @@ TEST(ExportBest, KeepsTheBestAcrossAKillAndRestart) {
                                       tiny_run(model_dir, export_dir));
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_TRUE(again.contains("--export_best: the best export so far is")) << again.output;
-  EXPECT_EQ(count(again.output, "--export_best: not exported"), 2u) << again.output;
+  EXPECT_EQ(export_best_lines(again.output, "--export_best: not exported"), 2u) << again.output;
   EXPECT_EQ(best_exports(export_dir).size(), exports.size()) << again.output;
 }
 

@@ -28,6 +28,7 @@ TEST(Help, EveryProgramSaysWhatItDoesGivesAnExampleAndListsOnlyItsFlags) {
       {"imagenet_to_tfrecord", "--raw_data_dir"},
       {"fashion_mnist_to_raw", "--output_dir"},
       {"export_model", "--format"},
+      {"sweep", "--variant_index"},
       {"serve", "--max_batch_size"},
   };
   for (const auto& p : programs) {

@@ -1,0 +1,312 @@
+#include "train/sweep.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "core/stop_signal.h"
+#include "io/checkpoint_dir.h"
+#include "io/file_system.h"
+#include "io/json.h"
+
+extern char** environ;
+
+namespace ic {
+namespace {
+
+namespace fs = std::filesystem;
+using SweepClock = std::chrono::steady_clock;
+
+constexpr const char* kResultFile = "result.json";
+constexpr const char* kWinnerRecord = "assets.extra/sweep_winner.json";
+
+std::string variant_dir(const std::string& sweep_dir, const SweepVariant& v) {
+  return join_path(sweep_dir, v.name);
+}
+
+bool has_flag(const std::vector<FlagSetting>& flags, const std::string& name) {
+  return std::any_of(flags.begin(), flags.end(),
+                     [&](const FlagSetting& f) { return f.first == name; });
+}
+
+std::string flags_text(const std::vector<FlagSetting>& flags) {
+  std::string text;
+  for (const auto& [name, value] : flags)
+    text += (text.empty() ? "--" : " --") + name + "=" + value;
+  return text;
+}
+
+// The trainer's command line for one variant.
+std::vector<std::string> variant_command(const SweepConfig& config, const SweepOptions& options,
+                                         const SweepVariant& v, int threads) {
+  const std::string dir = variant_dir(options.sweep_dir, v);
+  std::vector<std::string> args = {join_path(options.bin_dir, config.trainer)};
+  for (const auto& [name, value] : config.base) args.push_back("--" + name + "=" + value);
+  for (const auto& [name, value] : v.flags) args.push_back("--" + name + "=" + value);
+  if (!has_flag(config.base, "num_threads") && !has_flag(v.flags, "num_threads"))
+    args.push_back("--num_threads=" + std::to_string(threads));
+  args.push_back("--mode=train_and_eval");
+  args.push_back("--train_steps=" + std::to_string(config.train_steps));
+  args.push_back("--model_dir=" + join_path(dir, "model"));
+  args.push_back("--export_dir=" + join_path(dir, "export"));
+  args.push_back(std::string("--export_best=") + choice_name(config.metric));
+  args.push_back(std::string("--export_best_mode=") + choice_name(config.mode));
+  args.push_back("--exports_to_keep=1");
+  return args;
+}
+
+// Starts `args` with stdout and stderr appended to `log_path`.
+Result<pid_t> spawn_logged(const std::vector<std::string>& args, const std::string& log_path) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int failed = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (failed != 0) return error("cannot start ", args[0], ": ", std::strerror(failed));
+  return pid;
+}
+
+// The last "examples/sec: X" of a trainer's log (0 when there is none).
+double last_examples_per_sec(const std::string& log_path) {
+  std::ifstream in(log_path);
+  double last = 0;
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find("examples/sec: ");
+    if (at != std::string::npos) last = std::atof(line.c_str() + at + 14);
+  }
+  return last;
+}
+
+struct SweepResult {
+  double wall_seconds = 0, examples_per_sec = 0;
+};
+
+// A variant's result.json (nullopt when it is not finished).
+std::optional<SweepResult> read_result(const std::string& dir) {
+  Result<std::string> text = read_file_to_string(join_path(dir, kResultFile), 1 << 16);
+  if (!text.ok()) return std::nullopt;
+  Result<JsonValue> json = parse_json(*text);
+  if (!json.ok() || json->kind != JsonValue::Kind::object) return std::nullopt;
+  SweepResult f;
+  if (const JsonValue* w = json->find("wall_seconds")) f.wall_seconds = std::atof(w->text.c_str());
+  if (const JsonValue* e = json->find("examples_per_sec"))
+    f.examples_per_sec = std::atof(e->text.c_str());
+  return f;
+}
+
+// A score as the shortest text that reads back as the same double: two leaderboards agree
+// exactly when their scores do.
+std::string exact_score(double v) {
+  char text[64];
+  const auto written = std::to_chars(text, text + sizeof text, v);
+  return std::string(text, written.ptr);
+}
+
+std::string sweep_number(double v) {
+  std::ostringstream out;
+  out << std::setprecision(6) << v;
+  return out.str();
+}
+
+struct SweepRun {
+  const SweepVariant* variant;
+  SweepClock::time_point started;
+};
+
+}  // namespace
+
+Status run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& log) {
+  if (!local_path(options.sweep_dir))
+    return invalid_argument("--sweep_dir must be a local directory: ", options.sweep_dir);
+  std::error_code ec;
+  fs::create_directories(options.sweep_dir, ec);
+  if (ec) return error("cannot create ", options.sweep_dir, ": ", ec.message());
+  if (options.variant_index >= static_cast<int64_t>(config.variants.size()))
+    return invalid_argument("--variant_index=", options.variant_index, ": the config has ",
+                            config.variants.size(), " variants (0 to ", config.variants.size() - 1,
+                            ")");
+  std::vector<const SweepVariant*> to_run;
+  for (size_t i = 0; i < config.variants.size(); ++i) {
+    if (options.variant_index >= 0 && static_cast<int64_t>(i) != options.variant_index) continue;
+    const SweepVariant& v = config.variants[i];
+    if (read_result(variant_dir(options.sweep_dir, v))) {
+      log << "sweep: " << v.name << " is finished already" << std::endl;
+      continue;
+    }
+    to_run.push_back(&v);
+  }
+  const int cores = options.cores > 0
+                        ? options.cores
+                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int parallel =
+      std::max(1, std::min<int>(options.parallel, static_cast<int>(to_run.size())));
+  const int threads = std::max(1, cores / parallel);
+  std::map<pid_t, SweepRun> running;
+  std::vector<std::string> failures;
+  size_t next = 0;
+  bool stopping = false;
+  while (next < to_run.size() || !running.empty()) {
+    while (!stopping && next < to_run.size() && static_cast<int>(running.size()) < parallel) {
+      const SweepVariant& v = *to_run[next++];
+      const std::string dir = variant_dir(options.sweep_dir, v);
+      fs::create_directories(dir, ec);
+      if (ec) return error("cannot create ", dir, ": ", ec.message());
+      const std::vector<std::string> args = variant_command(config, options, v, threads);
+      Result<pid_t> pid = spawn_logged(args, join_path(dir, "train.log"));
+      if (!pid.ok()) return pid.status();
+      log << "sweep: training " << v.name << " (" << flags_text(v.flags) << ", " << threads
+          << " threads) in " << dir << std::endl;
+      running[*pid] = SweepRun{&v, SweepClock::now()};
+    }
+    int status = 0;
+    const pid_t done = waitpid(-1, &status, WNOHANG);
+    if (done <= 0) {
+      if (!stopping && stop_requested()) {
+        stopping = true;
+        acknowledge_stop();
+        log << "sweep: stop requested: each run saves a checkpoint and stops; run the sweep "
+               "again to resume"
+            << std::endl;
+        for (const auto& r : running) kill(r.first, SIGTERM);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    auto it = running.find(done);
+    if (it == running.end()) continue;
+    const SweepVariant& v = *it->second.variant;
+    const double wall = std::chrono::duration<double>(SweepClock::now() - it->second.started).count();
+    running.erase(it);
+    const std::string dir = variant_dir(options.sweep_dir, v);
+    const std::string train_log = join_path(dir, "train.log");
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    Result<std::optional<std::string>> latest = latest_checkpoint(join_path(dir, "model"));
+    const int64_t step =
+        latest.ok() && latest->has_value() ? checkpoint_step(**latest).value_or(-1) : -1;
+    if (code != 0) {
+      failures.push_back(v.name);
+      log << "sweep: " << v.name << " failed (exit code " << code << "); its log is " << train_log
+          << std::endl;
+      continue;
+    }
+    if (step < config.train_steps) {
+      log << "sweep: " << v.name << " stopped at step " << step << " of " << config.train_steps
+          << "; run the sweep again to resume it" << std::endl;
+      continue;
+    }
+    const std::string result =
+        "{\"wall_seconds\": " + sweep_number(wall) +
+        ", \"examples_per_sec\": " + sweep_number(last_examples_per_sec(train_log)) + "}\n";
+    IC_RETURN_IF_ERROR(write_file_atomically(join_path(dir, kResultFile), {result}));
+    log << "sweep: " << v.name << " finished in " << sweep_number(wall) << " s" << std::endl;
+  }
+  if (!failures.empty()) {
+    std::string names;
+    for (const std::string& n : failures) names += (names.empty() ? "" : ", ") + n;
+    return error("sweep: ", failures.size(), " variant(s) failed: ", names,
+                 " (each one's train.log says why)");
+  }
+  return Status();
+}
+
+Result<std::vector<LeaderboardRow>> read_leaderboard(const SweepConfig& config,
+                                                     const std::string& sweep_dir) {
+  std::vector<LeaderboardRow> rows;
+  const ExportBestMode mode = resolved_mode(config.metric, config.mode);
+  CheckpointExporter none;
+  none.export_checkpoint = [](const std::string&, const std::string&, const std::string&,
+                              const std::map<std::string, std::string>&) -> Result<std::string> {
+    return error("reading only");
+  };
+  none.remove_export = [](const std::string&) { return error("reading only"); };
+  for (const SweepVariant& v : config.variants) {
+    const std::string dir = variant_dir(sweep_dir, v);
+    std::optional<SweepResult> finished = read_result(dir);
+    if (!finished) continue;
+    std::ostringstream quiet;
+    IC_ASSIGN_OR_RETURN(std::unique_ptr<BestExporter> best,
+                        BestExporter::open(config.metric, config.mode, 0, join_path(dir, "model"),
+                                           join_path(dir, "export"), none, quiet));
+    if (!best->best())
+      return data_loss(v.name, " is finished but ", join_path(dir, "export"),
+                       " holds no best export: ", quiet.str());
+    rows.push_back(LeaderboardRow{v.name, flags_text(v.flags), best->best()->second,
+                                  best->best()->first, finished->wall_seconds,
+                                  finished->examples_per_sec});
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [mode](const LeaderboardRow& a, const LeaderboardRow& b) {
+                     if (a.best.value != b.best.value)
+                       return mode == ExportBestMode::min ? a.best.value < b.best.value
+                                                          : a.best.value > b.best.value;
+                     return a.variant < b.variant;
+                   });
+  return rows;
+}
+
+std::string leaderboard_csv(const SweepConfig& config, const std::vector<LeaderboardRow>& rows) {
+  std::string csv = "rank,variant,flags,metric,best,step,wall_seconds,examples_per_sec\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const LeaderboardRow& r = rows[i];
+    csv += std::to_string(i + 1) + "," + r.variant + ",\"" + r.flags + "\"," +
+           choice_name(config.metric) + "," + exact_score(r.best.value) + "," +
+           std::to_string(r.best.global_step) + "," + sweep_number(r.wall_seconds) + "," +
+           sweep_number(r.examples_per_sec) + "\n";
+  }
+  return csv;
+}
+
+Result<std::string> export_winner(const std::string& sweep_dir, const LeaderboardRow& winner) {
+  const std::string serving = join_path(sweep_dir, "serving");
+  std::error_code ec;
+  fs::create_directories(serving, ec);
+  if (ec) return error("cannot create ", serving, ": ", ec.message());
+  int64_t newest = -1;
+  for (const auto& entry : fs::directory_iterator(serving, ec)) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || name.size() > 18 ||
+        name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    newest = std::max<int64_t>(newest, std::stoll(name));
+  }
+  const std::string record = "{\"variant\": " + json_quote(winner.variant) +
+                             ", \"source\": " + json_quote(winner.best_export) + "}\n";
+  if (newest >= 0) {
+    const std::string there = join_path(serving, std::to_string(newest));
+    Result<std::string> was = read_file_to_string(join_path(there, kWinnerRecord), 1 << 16);
+    if (was.ok() && *was == record) return there;  // the winner already serves
+  }
+  const int64_t source_number = std::stoll("0" + base_name(winner.best_export));
+  const int64_t version = std::max(newest + 1, source_number);
+  const std::string temp = join_path(serving, "temp-" + std::to_string(version));
+  const std::string final_dir = join_path(serving, std::to_string(version));
+  fs::remove_all(temp, ec);
+  fs::copy(winner.best_export, temp, fs::copy_options::recursive, ec);
+  if (ec) return error("cannot copy ", winner.best_export, " to ", temp, ": ", ec.message());
+  IC_RETURN_IF_ERROR(write_file_atomically(join_path(temp, kWinnerRecord), {record}));
+  fs::rename(temp, final_dir, ec);
+  if (ec) return error("cannot rename ", temp, " to ", final_dir, ": ", ec.message());
+  return final_dir;
+}
+
+}  // namespace ic

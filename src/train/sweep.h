@@ -1,0 +1,56 @@
+// The `sweep` program (docs/variants.md): every variant of a sweep config trained as its own
+// train_and_eval run of the trainer, in <sweep_dir>/<variant>/ (model/, export/, train.log),
+// K at a time with the cores split between them; each run exports its best checkpoint as it
+// goes (--export_best), so its best score is in its export directory. A finished variant is
+// marked by <variant>/result.json and never run again; an unfinished one resumes from its
+// checkpoints when the sweep is run again. At the end: <sweep_dir>/leaderboard.csv, the same
+// table on the log, and the winner's best export copied to <sweep_dir>/serving/<N>/ for serve.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "train/best_export.h"
+#include "train/sweep_config.h"
+
+namespace ic {
+
+struct SweepOptions {
+  std::string sweep_dir;
+  std::string bin_dir;  // where the trainer programs are
+  int parallel = 1;     // variants trained at once
+  int cores = 0;        // split between them (0: this machine's)
+  // Only this variant (a job array's task, Slurm's SLURM_ARRAY_TASK_ID); -1: all.
+  int64_t variant_index = -1;
+};
+
+struct LeaderboardRow {
+  std::string variant, flags;  // flags: "--learning_rate=0.1 --depth_multiplier=0.5"
+  BestExportRecord best;
+  std::string best_export;  // its directory
+  double wall_seconds = 0, examples_per_sec = 0;
+};
+
+// Runs the variants that are not finished (only options.variant_index when >= 0). A stop
+// signal forwards SIGTERM to the runs (each saves a checkpoint) and returns ok: running the
+// sweep again resumes them. A run that fails is named with its log, the others go on, and
+// the sweep's Status is an error at the end.
+Status run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& log);
+
+// The finished variants, best first (ties: by name).
+Result<std::vector<LeaderboardRow>> read_leaderboard(const SweepConfig& config,
+                                                     const std::string& sweep_dir);
+
+// leaderboard.csv's text: rank,variant,flags,metric,best,step,wall_seconds,examples_per_sec
+// (best exactly: the shortest decimal that reads back as the same double).
+std::string leaderboard_csv(const SweepConfig& config, const std::vector<LeaderboardRow>& rows);
+
+// Copies `winner`'s best export to <sweep_dir>/serving/<N>/ (a temp directory renamed into
+// place) unless the newest version there is already a copy of it; the directory it is in.
+Result<std::string> export_winner(const std::string& sweep_dir, const LeaderboardRow& winner);
+
+}  // namespace ic

@@ -1,0 +1,46 @@
+// The `sweep` program's config (docs/variants.md): which trainer, its base flags, the variants
+// (a grid of flag values, a list of flag sets, or both), the metric they are ranked by and the
+// training budget of each. Parsed from JSON, checked, and expanded into named variants.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "train/choices.h"
+
+namespace ic {
+
+// One flag as the trainer's command line spells it: --name=value.
+using FlagSetting = std::pair<std::string, std::string>;
+
+struct SweepVariant {
+  std::string name;                // a directory name: "03_learning_rate=0.1_depth_multiplier=0.5"
+  std::vector<FlagSetting> flags;  // what this variant sets beyond the base flags
+};
+
+struct SweepConfig {
+  std::string trainer;            // inception_v3, inception_v4, resnet50 (next to `sweep`)
+  std::vector<FlagSetting> base;  // "flags": every variant's flags
+  std::vector<SweepVariant> variants;
+  ExportBestMetric metric = ExportBestMetric::accuracy;
+  ExportBestMode mode = ExportBestMode::auto_;
+  int64_t train_steps = 0;  // "budget": {"train_steps": N}: each variant trains to this step
+};
+
+// Parses `text` (the file `path`, named in every error). The config is a JSON object:
+//   {"trainer": "inception_v3",
+//    "flags": {"use_data": "fake", "train_batch_size": 8},
+//    "grid": {"learning_rate": [0.1, 0.01], "depth_multiplier": [0.5, 1.0]},
+//    "variants": [{"label_smoothing": 0.1}],
+//    "metric": "accuracy", "mode": "auto",
+//    "budget": {"train_steps": 2000}}
+// "grid" gives every combination of its values (in the order written, the last flag varying
+// fastest), "variants" adds its flag sets after them; at least one of the two. Values are JSON
+// numbers (kept as written), strings or booleans. The flags the sweep sets itself (mode,
+// model_dir, export_dir, export_best*, train_steps) may not appear.
+Result<SweepConfig> parse_sweep_config(const std::string& text, const std::string& path);
+
+}  // namespace ic

@@ -1,0 +1,152 @@
+// The sweep program with the real trainer on fake data: four tiny variants, two at a time,
+// give a leaderboard ranked by their best evaluation and the winner's best export copied to
+// serving/; a sweep killed part way (the whole process group, as a crash would) resumes
+// without training its finished variants again and ends with the same leaderboard, value for
+// value, as an uninterrupted sweep.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tools/tool_runner.h"
+
+namespace ic {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::bin_path;
+using testing::run_bounded;
+using testing::TempDir;
+using testing::ToolOutput;
+
+std::string write_sweep_config(const std::string& dir, int steps) {
+  const std::string path = dir + "/sweep.json";
+  std::ofstream(path) << R"({"trainer": "inception_v3",
+ "flags": {"use_data": "fake", "use_tpu": false, "iterations": 2, "train_batch_size": 2,
+           "eval_batch_size": 2, "eval_total_size": 4, "width": 75, "height": 75,
+           "num_classes": 10, "save_checkpoints_secs": 0, "train_steps_per_eval": 2, "seed": 3},
+ "grid": {"learning_rate": [0.1, 0.02], "depth_multiplier": [0.1, 0.2]},
+ "metric": "loss", "budget": {"train_steps": )"
+                      << steps << "}}\n";
+  return path;
+}
+
+std::vector<std::vector<std::string>> sweep_csv_rows(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::stringstream cells_in(line);
+    for (std::string cell; std::getline(cells_in, cell, ',');) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+// The leaderboard without its timing columns (wall_seconds, examples_per_sec).
+std::vector<std::vector<std::string>> sweep_scores(const std::string& path) {
+  std::vector<std::vector<std::string>> rows = sweep_csv_rows(path);
+  for (auto& row : rows)
+    if (row.size() >= 2) row.resize(row.size() - 2);
+  return rows;
+}
+
+TEST(Sweep, RanksFourVariantsAndCopiesTheWinnerForServing) {
+  TempDir dir;
+  const std::string config = write_sweep_config(dir.path(), 4);
+  const ToolOutput run = run_bounded(
+      "sweep", "--sweep_dir=" + dir.sub("sweep") + " --config=" + config + " --parallel=2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto rows = sweep_csv_rows(dir.sub("sweep") + "/leaderboard.csv");
+  ASSERT_EQ(rows.size(), 5u) << run.output;
+  EXPECT_EQ(rows[0][0], "rank");
+  for (size_t i = 1; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 8u);
+    EXPECT_EQ(rows[i][0], std::to_string(i));
+    EXPECT_EQ(rows[i][3], "loss");
+    EXPECT_GT(std::stod(rows[i][7]), 0) << "examples/sec";
+    if (i > 1) {
+      EXPECT_LE(std::stod(rows[i - 1][4]), std::stod(rows[i][4]));  // lower is better
+    }
+    EXPECT_TRUE(fs::exists(dir.sub("sweep") + "/" + rows[i][1] + "/result.json"));
+  }
+  std::vector<fs::path> served;
+  for (const auto& entry : fs::directory_iterator(dir.sub("sweep") + "/serving"))
+    served.push_back(entry.path());
+  ASSERT_EQ(served.size(), 1u);
+  EXPECT_TRUE(fs::exists(served[0] / "saved_model.pb"));
+  std::ifstream winner(served[0] / "assets.extra/sweep_winner.json");
+  std::stringstream record;
+  record << winner.rdbuf();
+  EXPECT_NE(record.str().find("\"variant\": \"" + rows[1][1] + "\""), std::string::npos)
+      << record.str();
+  // Run again: everything is finished, nothing trains, the winner is already served.
+  const ToolOutput again = run_bounded(
+      "sweep", "--sweep_dir=" + dir.sub("sweep") + " --config=" + config + " --parallel=2");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(again.output.find("sweep: training"), std::string::npos) << again.output;
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.sub("sweep") + "/serving"),
+                          fs::directory_iterator()),
+            1);
+}
+
+TEST(Sweep, AKilledSweepResumesWithoutRetrainingAndGivesTheSameLeaderboard) {
+  TempDir dir;
+  const std::string config = write_sweep_config(dir.path(), 8);
+  const ToolOutput whole =
+      run_bounded("sweep", "--sweep_dir=" + dir.sub("whole") + " --config=" + config);
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+
+  // The same sweep, killed with its trainers once the first variant is finished.
+  const std::string killed = dir.sub("killed");
+  const pid_t sweep = fork();
+  if (sweep == 0) {
+    setpgid(0, 0);
+    const std::string command = "exec " + bin_path("sweep") + " --sweep_dir=" + killed +
+                                " --config=" + config + " >" + dir.sub("killed.log") + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
+    _exit(127);
+  }
+  setpgid(sweep, sweep);
+  const std::string first_done = killed + "/00_learning_rate=0.1_depth_multiplier=0.1/result.json";
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (!fs::exists(first_done) && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the second variant
+  kill(-sweep, SIGKILL);
+  waitpid(sweep, nullptr, 0);
+  ASSERT_TRUE(fs::exists(first_done)) << "the first variant did not finish within 240 s";
+  ASSERT_FALSE(fs::exists(killed + "/leaderboard.csv"));
+  const std::string first_log = killed + "/00_learning_rate=0.1_depth_multiplier=0.1/train.log";
+  const auto first_log_size = fs::file_size(first_log);
+
+  const ToolOutput resumed = run_bounded("sweep", "--sweep_dir=" + killed + " --config=" + config);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("00_learning_rate=0.1_depth_multiplier=0.1 is finished already"),
+            std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(fs::file_size(first_log), first_log_size) << "the finished variant trained again";
+  EXPECT_EQ(sweep_scores(killed + "/leaderboard.csv"),
+            sweep_scores(dir.sub("whole") + "/leaderboard.csv"))
+      << resumed.output;
+}
+
+TEST(Sweep, ABadConfigIsRefusedNamingTheFile) {
+  TempDir dir;
+  const std::string path = dir.sub("bad.json");
+  std::ofstream(path) << R"({"trainer": "inception_v3", "grid": {"model_dir": ["/x"]},
+                             "budget": {"train_steps": 1}})";
+  const ToolOutput run = run_bounded("sweep", "--sweep_dir=" + dir.sub("s") + " --config=" + path);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(run.contains(path + ": \"grid\": --model_dir is set by the sweep")) << run.output;
+}
+
+}  // namespace
+}  // namespace ic

@@ -1,0 +1,132 @@
+// sweep: trains every variant of a sweep config (train/sweep_config.h) as its own
+// train_and_eval run, ranks them by their best evaluation, and copies the winner's best export
+// to <sweep_dir>/serving/ for serve (docs/variants.md).
+//   sweep --sweep_dir=DIR --config=sweep.json [--parallel=K] [--variant_index=I]
+#include "train/sweep.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <string>
+
+#include "command_line.h"
+#include "core/exit_code.h"
+#include "core/main_guard.h"
+#include "core/stop_signal.h"
+#include "io/file_system.h"
+
+namespace {
+
+struct SweepFlags {
+  std::string sweep_dir, config;
+  int32_t parallel = 1;
+  int32_t cores = 0;
+  int64_t variant_index = -1;
+};
+
+const ic::FlagTable<SweepFlags>& sweep_flags() {
+  using namespace ic::flag_entries;
+  using O = SweepFlags;
+  static const ic::FlagTable<O> table({
+      text("sweep_dir", &O::sweep_dir,
+           "Directory of the sweep: <variant>/ for each run, leaderboard.csv, serving/ (the "
+           "winner, for serve --model_dir)"),
+      text("config", &O::config,
+           "The sweep config (JSON: trainer, flags, grid or variants, "
+           "metric, budget; docs/variants.md)"),
+      number("parallel", &O::parallel, at_least(1),
+             "Variants trained at once, the cores split between them"),
+      number("cores", &O::cores, at_least(0), "Cores to split (0: this machine's)"),
+      number("variant_index", &O::variant_index, at_least(-1),
+             "Train only this variant (0-based), as a job array's task does; -1: all, or "
+             "$SLURM_ARRAY_TASK_ID when it is set"),
+  });
+  return table;
+}
+
+void print_table(const ic::SweepConfig& config, const std::vector<ic::LeaderboardRow>& rows) {
+  std::cout << "sweep: leaderboard by " << ic::choice_name(config.metric) << "\n";
+  std::cout << std::left << std::setw(5) << "rank" << std::setw(12) << "best" << std::setw(8)
+            << "step" << std::setw(10) << "wall s" << std::setw(10) << "img/s"
+            << "variant\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ic::LeaderboardRow& r = rows[i];
+    std::cout << std::left << std::setw(5) << i + 1 << std::setw(12) << r.best.value << std::setw(8)
+              << r.best.global_step << std::setw(10) << std::setprecision(4) << r.wall_seconds
+              << std::setw(10) << r.examples_per_sec << r.variant << "\n"
+              << std::setprecision(6);
+  }
+  std::cout << std::flush;
+}
+
+int sweep_main(int argc, char** argv) {
+  using namespace ic;
+  SweepFlags flags;
+  const ProgramHelp help{.name = "sweep",
+                         .about = "trains the variants of a sweep config and serves the best",
+                         .example = "sweep --sweep_dir=DIR --config=sweep.json --parallel=2"};
+  if (std::optional<int> exit_code = start_tool(help, sweep_flags(), argc, argv, &flags))
+    return *exit_code;
+  if (flags.sweep_dir.empty() || flags.config.empty()) {
+    std::cerr << "sweep: give --sweep_dir and --config" << std::endl;
+    return 2;
+  }
+  if (flags.variant_index < 0) {
+    if (const char* task = std::getenv("SLURM_ARRAY_TASK_ID"); task != nullptr && *task)
+      flags.variant_index = std::atoll(task);
+  }
+  Result<std::string> text = read_file_to_string(flags.config, 1 << 20);
+  if (!text.ok()) {
+    std::cerr << "sweep: " << text.status().message() << std::endl;
+    return exit_code_for(text.status());
+  }
+  Result<SweepConfig> config = parse_sweep_config(*text, flags.config);
+  if (!config.ok()) {
+    std::cerr << "sweep: " << config.status().message() << std::endl;
+    return 2;
+  }
+  SweepOptions options;
+  options.sweep_dir = flags.sweep_dir;
+  options.bin_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  options.parallel = flags.parallel;
+  options.cores = flags.cores;
+  options.variant_index = flags.variant_index;
+  install_stop_signal_handlers("sweep", 3600);
+  std::cout << "sweep: " << config->variants.size() << " variants of " << config->trainer << ", "
+            << config->train_steps << " steps each, ranked by " << choice_name(config->metric)
+            << std::endl;
+  const Status ran = run_sweep(*config, options, std::cout);
+  if (!ran.ok()) std::cerr << "sweep: " << ran.message() << std::endl;
+  Result<std::vector<LeaderboardRow>> rows = read_leaderboard(*config, flags.sweep_dir);
+  if (!rows.ok()) {
+    std::cerr << "sweep: " << rows.status().message() << std::endl;
+    return exit_code_for(rows.status());
+  }
+  const std::string csv_path = join_path(flags.sweep_dir, "leaderboard.csv");
+  if (Status written = write_file_atomically(csv_path, {leaderboard_csv(*config, *rows)});
+      !written.ok()) {
+    std::cerr << "sweep: " << written.message() << std::endl;
+    return exit_code_for(written);
+  }
+  print_table(*config, *rows);
+  std::cout << "sweep: " << rows->size() << " of " << config->variants.size()
+            << " variants finished; " << csv_path << std::endl;
+  if (!ran.ok()) return exit_code_for(ran);
+  if (rows->size() < config->variants.size()) return 0;  // stopped, or one task of an array
+  Result<std::string> served = export_winner(flags.sweep_dir, rows->front());
+  if (!served.ok()) {
+    std::cerr << "sweep: " << served.status().message() << std::endl;
+    return exit_code_for(served.status());
+  }
+  std::cout << "sweep: the winner, " << rows->front().variant << ", is in " << *served
+            << "; serve it with: serve --model_dir=" << join_path(flags.sweep_dir, "serving")
+            << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ic::run_guarded("sweep", [&] { return sweep_main(argc, argv); });
+}
