@@ -1,5 +1,6 @@
 #include "io/json.h"
 
+#include <charconv>
 #include <cstdio>
 
 namespace ic {
@@ -257,6 +258,12 @@ std::optional<int64_t> JsonValue::as_int64() const {
 }
 
 Result<JsonValue> parse_json(std::string_view text) { return Parser(text).parse_document(); }
+
+std::string json_number(double value) {
+  char text[64];
+  const auto written = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, written.ptr);
+}
 
 std::string json_quote(std::string_view s) {
   std::string out = "\"";

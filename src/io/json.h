@@ -34,6 +34,10 @@ struct JsonValue {
 // Nesting deeper than 64 levels is rejected (the input may be hostile).
 Result<JsonValue> parse_json(std::string_view text);
 
+// `value` (finite) as the shortest JSON number that reads back as the same double, so that a
+// score written and read again compares equal.
+std::string json_number(double value);
+
 // `s` as a JSON string literal, quotes included (escapes ", \ and control characters).
 std::string json_quote(std::string_view s);
 

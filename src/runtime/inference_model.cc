@@ -25,15 +25,6 @@ std::string saved_model_variables(const std::string& saved_model_pb) {
   return join_path(join_path(parent_path(saved_model_pb), "variables"), "variables");
 }
 
-// The value of a version directory's name, or nullopt when it is not all digits (temp-N,
-// anything else a person left there).
-std::optional<int64_t> version_number(const std::string& name) {
-  if (name.empty() || name.size() > 18) return std::nullopt;
-  if (!std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  return std::stoll(name);
-}
-
 // The variables of a SavedModel export_model wrote: its metadata says which model they are
 // (a SavedModel is otherwise a TensorFlow graph, which this does not interpret).
 Result<CheckpointContents> read_saved_model_variables(const std::string& saved_model_pb) {
@@ -70,7 +61,7 @@ Result<int64_t> exported_global_step(const CheckpointContents& file, const std::
 std::optional<int64_t> export_version_of(const std::string& path) {
   const std::string file = base_name(path);
   if (file != kExportFile && file != kSavedModelFile && file != kOnnxFile) return std::nullopt;
-  return version_number(base_name(parent_path(path)));
+  return export_version_number(base_name(parent_path(path)));
 }
 
 namespace {
@@ -94,32 +85,13 @@ Result<std::optional<std::string>> servable_in(FileSystem& fs, const std::string
   return std::optional<std::string>();
 }
 
-// The numeric version directories of an export base directory, highest first (none when
-// `dir` is not a directory).
-Result<std::vector<std::pair<int64_t, std::string>>> version_dirs(FileSystem& fs,
-                                                                  const std::string& dir) {
-  std::vector<std::pair<int64_t, std::string>> versions;
-  // A directory that does not exist (yet) holds nothing to serve, as one without a
-  // `checkpoint` file: the callers say "no checkpoint in DIR", serve waits for one.
-  IC_ASSIGN_OR_RETURN(bool is_dir, fs.is_directory(dir));
-  if (!is_dir) return versions;
-  IC_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs.list(dir));
-  for (const DirEntry& entry : entries) {
-    if (!entry.is_directory) continue;
-    if (std::optional<int64_t> number = version_number(entry.name))
-      versions.emplace_back(*number, join_path(dir, entry.name));
-  }
-  std::sort(versions.rbegin(), versions.rend());
-  return versions;
-}
-
 }  // namespace
 
 Result<std::optional<std::string>> newest_servable(const std::string& dir) {
   IC_ASSIGN_OR_RETURN(std::optional<std::string> latest, latest_checkpoint(dir));
   if (latest) return latest;
   IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(dir));
-  IC_ASSIGN_OR_RETURN(auto versions, version_dirs(*fs, dir));
+  IC_ASSIGN_OR_RETURN(auto versions, export_version_dirs(dir));
   for (const auto& [number, version_dir] : versions) {
     IC_ASSIGN_OR_RETURN(std::optional<std::string> servable, servable_in(*fs, version_dir));
     if (servable) return servable;
@@ -137,7 +109,7 @@ Result<std::map<int64_t, std::string>> servable_versions(const std::string& dir)
     return found;
   }
   IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(dir));
-  IC_ASSIGN_OR_RETURN(auto versions, version_dirs(*fs, dir));
+  IC_ASSIGN_OR_RETURN(auto versions, export_version_dirs(dir));
   for (const auto& [number, version_dir] : versions) {
     IC_ASSIGN_OR_RETURN(std::optional<std::string> servable, servable_in(*fs, version_dir));
     if (servable) found.emplace(number, *servable);

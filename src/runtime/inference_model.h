@@ -15,6 +15,7 @@
 #include "graph/graph.h"
 #include "graph/quantize_pass.h"
 #include "io/checkpoint_contents.h"
+#include "io/export_versions.h"
 #include "models/model.h"
 #include "runtime/checkpoint_meta.h"
 #include "runtime/int8_tensors.h"

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 
+#include "io/export_versions.h"
 #include "io/file_system.h"
 #include "io/json.h"
 
@@ -27,23 +27,8 @@ bool better(double value, double than, ExportBestMode mode) {
   return mode == ExportBestMode::min ? value < than : value > than;
 }
 
-// The shortest text that reads back as the same double, so a bar read from a record equals
-// the score that was written.
-std::string exact_number(double value) {
-  char text[64];
-  const auto written = std::to_chars(text, text + sizeof text, value);
-  return std::string(text, written.ptr);
-}
-
-// "1796180561" → 1796180561; anything but a plain version number → nullopt.
-std::optional<int64_t> version_number(const std::string& name) {
-  if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::strtoll(name.c_str(), nullptr, 10);
-}
-
 std::string describe(const BestExportRecord& r) {
-  return std::string(choice_name(r.metric)) + " = " + exact_number(r.value) + " at step " +
+  return std::string(choice_name(r.metric)) + " = " + json_number(r.value) + " at step " +
          std::to_string(r.global_step);
 }
 
@@ -56,8 +41,7 @@ ExportBestMode resolved_mode(ExportBestMetric metric, ExportBestMode mode) {
 
 std::string best_export_record_json(const BestExportRecord& r) {
   return "{\"metric\": " + json_quote(choice_name(r.metric)) +
-         ", \"mode\": " + json_quote(choice_name(r.mode)) +
-         ", \"value\": " + exact_number(r.value) +
+         ", \"mode\": " + json_quote(choice_name(r.mode)) + ", \"value\": " + json_number(r.value) +
          ", \"global_step\": " + std::to_string(r.global_step) +
          ", \"checkpoint\": " + json_quote(r.checkpoint) + "}\n";
 }
@@ -111,24 +95,14 @@ BestExporter::BestExporter(ExportBestMetric metric, ExportBestMode mode, int32_t
       exporter_(std::move(exporter)),
       log_(log) {}
 
-Result<std::unique_ptr<BestExporter>> BestExporter::open(
-    ExportBestMetric metric, ExportBestMode mode, int32_t exports_to_keep,
-    const std::string& model_dir, const std::string& export_dir, CheckpointExporter exporter,
-    std::ostream& log) {
-  if (!exporter.export_checkpoint || !exporter.remove_export)
-    return error("--export_best: this program was built without the export");
-  auto best = std::make_unique<BestExporter>(metric, mode, exports_to_keep, model_dir, export_dir,
-                                             std::move(exporter), log);
-  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(export_dir));
-  IC_ASSIGN_OR_RETURN(bool exists, fs->exists(export_dir));
-  if (!exists) return best;
-  IC_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs->list(export_dir));
-  for (const DirEntry& entry : entries) {
-    const std::optional<int64_t> version = version_number(entry.name);
-    if (!entry.is_directory || !version) continue;
-    const std::string dir = join_path(export_dir, entry.name);
+Result<BestExports> read_best_exports(const std::string& export_dir, ExportBestMetric metric,
+                                      ExportBestMode mode, std::ostream& log) {
+  BestExports found;
+  IC_ASSIGN_OR_RETURN(auto versions, export_version_dirs(export_dir));
+  std::reverse(versions.begin(), versions.end());  // oldest first
+  for (const auto& [version, dir] : versions) {
     const std::string path = join_path(dir, kBestExportRecord);
-    IC_ASSIGN_OR_RETURN(bool has_record, fs->exists(path));
+    IC_ASSIGN_OR_RETURN(bool has_record, path_exists(path));
     if (!has_record) continue;  // an export of something else: neither a bar nor pruned
     Result<BestExportRecord> record = [&]() -> Result<BestExportRecord> {
       IC_ASSIGN_OR_RETURN(std::string text, read_file_to_string(path, kMaxRecordBytes));
@@ -138,18 +112,30 @@ Result<std::unique_ptr<BestExporter>> BestExporter::open(
       log << "--export_best: ignoring " << dir << ": " << record.status().message() << std::endl;
       continue;
     }
-    if (record->metric != metric || record->mode != best->mode_) {
+    if (record->metric != metric || record->mode != mode) {
       log << "--export_best: ignoring " << dir << ", exported for " << choice_name(record->metric)
           << " (" << choice_name(record->mode) << "), not " << choice_name(metric) << " ("
-          << choice_name(best->mode_) << ")" << std::endl;
+          << choice_name(mode) << ")" << std::endl;
       continue;
     }
-    best->exports_.push_back(Export{*version, dir});
-    if (!best->best_ || better(record->value, best->best_->second.value, best->mode_))
-      best->best_ = std::make_pair(dir, *record);
+    found.dirs.push_back(dir);
+    if (!found.best || better(record->value, found.best->second.value, mode))
+      found.best = std::make_pair(dir, *record);
   }
-  std::sort(best->exports_.begin(), best->exports_.end(),
-            [](const Export& a, const Export& b) { return a.version < b.version; });
+  return found;
+}
+
+Result<std::unique_ptr<BestExporter>> BestExporter::open(
+    ExportBestMetric metric, ExportBestMode mode, int32_t exports_to_keep,
+    const std::string& model_dir, const std::string& export_dir, CheckpointExporter exporter,
+    std::ostream& log) {
+  if (!exporter.export_checkpoint || !exporter.remove_export)
+    return error("--export_best: this program was built without the export");
+  auto best = std::make_unique<BestExporter>(metric, mode, exports_to_keep, model_dir, export_dir,
+                                             std::move(exporter), log);
+  IC_ASSIGN_OR_RETURN(BestExports found, read_best_exports(export_dir, metric, best->mode_, log));
+  best->exports_ = std::move(found.dirs);
+  best->best_ = std::move(found.best);
   if (best->best_) {
     log << "--export_best: the best export so far is " << best->best_->first << " ("
         << describe(best->best_->second) << ")" << std::endl;
@@ -166,7 +152,7 @@ Status BestExporter::consider(const EvaluationOutcome& outcome) {
     return Status();
   }
   if (best_ && !better(value, best_->second.value, mode_)) {
-    log_ << "--export_best: not exported: " << name << " = " << exact_number(value) << " at step "
+    log_ << "--export_best: not exported: " << name << " = " << json_number(value) << " at step "
          << outcome.step << " is not better than " << best_->first << "'s "
          << describe(best_->second) << std::endl;
     return Status();
@@ -176,27 +162,27 @@ Status BestExporter::consider(const EvaluationOutcome& outcome) {
                                            model_dir_, outcome.checkpoint, export_dir_,
                                            {{kBestExportRecord, best_export_record_json(record)}}));
   log_ << "--export_best: exported " << outcome.checkpoint << " to " << dir << " (" << name << " = "
-       << exact_number(value);
-  if (best_) log_ << ", better than " << exact_number(best_->second.value);
+       << json_number(value);
+  if (best_) log_ << ", better than " << json_number(best_->second.value);
   log_ << ")" << std::endl;
   best_ = std::make_pair(dir, record);
-  exports_.push_back(Export{version_number(base_name(dir)).value_or(0), dir});
+  exports_.push_back(dir);
   return prune();
 }
 
 Status BestExporter::prune() {
   if (keep_ <= 0) return Status();
   while (exports_.size() > static_cast<size_t>(keep_)) {
-    const Export oldest = exports_.front();
+    const std::string oldest = exports_.front();
     exports_.erase(exports_.begin());
-    if (best_ && oldest.dir == best_->first) continue;  // never the best one
+    if (best_ && oldest == best_->first) continue;  // never the best one
     // A failed deletion is not worth the run: it is said, and training goes on.
-    Status removed = exporter_.remove_export(oldest.dir);
+    Status removed = exporter_.remove_export(oldest);
     if (removed.ok()) {
-      log_ << "--export_best: removed " << oldest.dir << " (--exports_to_keep=" << keep_ << ")"
+      log_ << "--export_best: removed " << oldest << " (--exports_to_keep=" << keep_ << ")"
            << std::endl;
     } else {
-      log_ << "--export_best: could not remove " << oldest.dir << ": " << removed.message()
+      log_ << "--export_best: could not remove " << oldest << ": " << removed.message()
            << std::endl;
     }
   }

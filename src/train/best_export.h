@@ -55,6 +55,16 @@ Result<BestExportRecord> parse_best_export_record(const std::string& text, const
 // auto → min for loss, max for the accuracies.
 ExportBestMode resolved_mode(ExportBestMetric metric, ExportBestMode mode);
 
+// The best exports of `metric` under export_dir (none when it does not exist), oldest first,
+// and the best of them. `mode` is resolved (max or min). A record that cannot be read, or
+// one of another metric or mode, is named in `log` and left out.
+struct BestExports {
+  std::vector<std::string> dirs;
+  std::optional<std::pair<std::string, BestExportRecord>> best;  // its directory and record
+};
+Result<BestExports> read_best_exports(const std::string& export_dir, ExportBestMetric metric,
+                                      ExportBestMode mode, std::ostream& log);
+
 class BestExporter {
  public:
   // Reads the records of the best exports already in export_dir (none when it does not
@@ -77,10 +87,6 @@ class BestExporter {
                std::string export_dir, CheckpointExporter exporter, std::ostream& log);
 
  private:
-  struct Export {
-    int64_t version;
-    std::string dir;
-  };
   Status prune();
 
   ExportBestMetric metric_;
@@ -90,7 +96,7 @@ class BestExporter {
   CheckpointExporter exporter_;
   std::ostream& log_;
   std::optional<std::pair<std::string, BestExportRecord>> best_;
-  std::vector<Export> exports_;  // this metric's best exports, oldest first
+  std::vector<std::string> exports_;  // this metric's best exports, oldest first
 };
 
 }  // namespace ic

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -20,6 +19,7 @@
 
 #include "core/stop_signal.h"
 #include "io/checkpoint_dir.h"
+#include "io/export_versions.h"
 #include "io/file_system.h"
 #include "io/json.h"
 
@@ -73,8 +73,8 @@ std::vector<std::string> variant_command(const SweepConfig& config, const SweepO
 Result<pid_t> spawn_logged(const std::vector<std::string>& args, const std::string& log_path) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -112,14 +112,6 @@ std::optional<SweepResult> read_result(const std::string& dir) {
   if (const JsonValue* e = json->find("examples_per_sec"))
     f.examples_per_sec = std::atof(e->text.c_str());
   return f;
-}
-
-// A score as the shortest text that reads back as the same double: two leaderboards agree
-// exactly when their scores do.
-std::string exact_score(double v) {
-  char text[64];
-  const auto written = std::to_chars(text, text + sizeof text, v);
-  return std::string(text, written.ptr);
 }
 
 std::string sweep_number(double v) {
@@ -195,7 +187,8 @@ Status run_sweep(const SweepConfig& config, const SweepOptions& options, std::os
     auto it = running.find(done);
     if (it == running.end()) continue;
     const SweepVariant& v = *it->second.variant;
-    const double wall = std::chrono::duration<double>(SweepClock::now() - it->second.started).count();
+    const double wall =
+        std::chrono::duration<double>(SweepClock::now() - it->second.started).count();
     running.erase(it);
     const std::string dir = variant_dir(options.sweep_dir, v);
     const std::string train_log = join_path(dir, "train.log");
@@ -233,25 +226,18 @@ Result<std::vector<LeaderboardRow>> read_leaderboard(const SweepConfig& config,
                                                      const std::string& sweep_dir) {
   std::vector<LeaderboardRow> rows;
   const ExportBestMode mode = resolved_mode(config.metric, config.mode);
-  CheckpointExporter none;
-  none.export_checkpoint = [](const std::string&, const std::string&, const std::string&,
-                              const std::map<std::string, std::string>&) -> Result<std::string> {
-    return error("reading only");
-  };
-  none.remove_export = [](const std::string&) { return error("reading only"); };
   for (const SweepVariant& v : config.variants) {
     const std::string dir = variant_dir(sweep_dir, v);
     std::optional<SweepResult> finished = read_result(dir);
     if (!finished) continue;
-    std::ostringstream quiet;
-    IC_ASSIGN_OR_RETURN(std::unique_ptr<BestExporter> best,
-                        BestExporter::open(config.metric, config.mode, 0, join_path(dir, "model"),
-                                           join_path(dir, "export"), none, quiet));
-    if (!best->best())
+    std::ostringstream why;
+    IC_ASSIGN_OR_RETURN(BestExports exports,
+                        read_best_exports(join_path(dir, "export"), config.metric, mode, why));
+    if (!exports.best)
       return data_loss(v.name, " is finished but ", join_path(dir, "export"),
-                       " holds no best export: ", quiet.str());
-    rows.push_back(LeaderboardRow{v.name, flags_text(v.flags), best->best()->second,
-                                  best->best()->first, finished->wall_seconds,
+                       " holds no best export: ", why.str());
+    rows.push_back(LeaderboardRow{v.name, flags_text(v.flags), exports.best->second,
+                                  exports.best->first, finished->wall_seconds,
                                   finished->examples_per_sec});
   }
   std::stable_sort(rows.begin(), rows.end(),
@@ -269,7 +255,7 @@ std::string leaderboard_csv(const SweepConfig& config, const std::vector<Leaderb
   for (size_t i = 0; i < rows.size(); ++i) {
     const LeaderboardRow& r = rows[i];
     csv += std::to_string(i + 1) + "," + r.variant + ",\"" + r.flags + "\"," +
-           choice_name(config.metric) + "," + exact_score(r.best.value) + "," +
+           choice_name(config.metric) + "," + json_number(r.best.value) + "," +
            std::to_string(r.best.global_step) + "," + sweep_number(r.wall_seconds) + "," +
            sweep_number(r.examples_per_sec) + "\n";
   }
@@ -281,23 +267,17 @@ Result<std::string> export_winner(const std::string& sweep_dir, const Leaderboar
   std::error_code ec;
   fs::create_directories(serving, ec);
   if (ec) return error("cannot create ", serving, ": ", ec.message());
-  int64_t newest = -1;
-  for (const auto& entry : fs::directory_iterator(serving, ec)) {
-    const std::string name = entry.path().filename();
-    if (name.empty() || name.size() > 18 ||
-        name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    newest = std::max<int64_t>(newest, std::stoll(name));
-  }
+  IC_ASSIGN_OR_RETURN(auto versions, export_version_dirs(serving));  // highest first
+  const int64_t newest = versions.empty() ? -1 : versions.front().first;
   const std::string record = "{\"variant\": " + json_quote(winner.variant) +
                              ", \"source\": " + json_quote(winner.best_export) + "}\n";
-  if (newest >= 0) {
-    const std::string there = join_path(serving, std::to_string(newest));
+  if (!versions.empty()) {
+    const std::string& there = versions.front().second;
     Result<std::string> was = read_file_to_string(join_path(there, kWinnerRecord), 1 << 16);
     if (was.ok() && *was == record) return there;  // the winner already serves
   }
-  const int64_t source_number = std::stoll("0" + base_name(winner.best_export));
-  const int64_t version = std::max(newest + 1, source_number);
+  const int64_t version =
+      std::max(newest + 1, export_version_number(base_name(winner.best_export)).value_or(0));
   const std::string temp = join_path(serving, "temp-" + std::to_string(version));
   const std::string final_dir = join_path(serving, std::to_string(version));
   fs::remove_all(temp, ec);
