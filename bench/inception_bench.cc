@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
       precision_note += " int8_scales=random_data_speed_only";
     }
     ic::InferenceGraphOptions base;
-    auto graph_options = ic::graph_options_for(model, a.precision, base);
+    auto graph_options = ic::graph_options_for(model, a.precision, **backend, base);
     if (!graph_options.ok()) return fail(graph_options.status());
     auto inference = ic::prepare_inference_graph(*graph, source, *graph_options);
     if (!inference.ok()) return fail(inference.status());
@@ -227,9 +227,11 @@ int main(int argc, char** argv) {
         ic::CompiledGraph::compile(inference->graph, **backend, params.layout, params.binding());
     if (!c.ok()) return fail(c.status());
     compiled = std::move(*c);
-    std::fprintf(stderr, "inference graph: %d batch norms folded, %d ReLUs fused; %s\n",
-                 inference->stats.folded_batch_norm, inference->stats.fused_conv_relu,
-                 compiled->summary().c_str());
+    std::fprintf(stderr,
+                 "inference graph: %d batch norms folded, %d ReLUs fused, %d values in bf16 "
+                 "(%d casts); %s\n",
+                 inference->stats.folded_batch_norm, inference->stats.fused_conv_relu, inference->stats.bf16_activations,
+                 inference->stats.casts, compiled->summary().c_str());
     executed = inference->graph;
     logits.resize(static_cast<size_t>(a.batch * options->num_classes));
     run = [&] {

@@ -108,6 +108,9 @@ class Backend {
   // Whether convolutions asked for bf16 (Conv2dDesc::compute) really compute in bf16; false:
   // they compute in float32, so bf16 cannot be faster (serve's --precision=auto reads it).
   virtual bool has_native_bf16() const { return false; }
+  // Whether every kernel takes its activations in bf16 where a desc's `activations` says so
+  // (ops.h), so an inference graph can hold them in bf16 between ops (graph/precision_pass.h).
+  virtual bool supports_bf16_activations() const { return false; }
 
   // Memory -----------------------------------------------------------------------------
   virtual Result<DeviceBuffer> allocate(size_t bytes) = 0;  // 64-byte aligned at least

@@ -74,10 +74,27 @@ struct OpNamer {
   const char* operator()(const SoftmaxCrossEntropyDesc&) const { return "softmax_cross_entropy"; }
   const char* operator()(const ReshapeDesc&) const { return "reshape"; }
   const char* operator()(const QuantizeDesc&) const { return "quantize"; }
+  const char* operator()(const CastDesc& d) const {
+    return d.to == DType::bf16 ? "cast_to_bf16" : "cast_to_f32";
+  }
+};
+
+// Descs with an `activations` member report it; the others hold f32 (or their own types).
+struct ActivationType {
+  template <typename Desc>
+  DType operator()(const Desc& d) const {
+    if constexpr (requires { d.activations; }) {
+      return d.activations;
+    } else {
+      return DType::f32;
+    }
+  }
 };
 }  // namespace
 
 const char* op_name(const OpDesc& desc) { return std::visit(OpNamer{}, desc); }
+
+DType activation_type(const OpDesc& desc) { return std::visit(ActivationType{}, desc); }
 
 int64_t op_multiply_adds(const OpDesc& desc) {
   if (const auto* conv = std::get_if<Conv2dDesc>(&desc)) {

@@ -1,6 +1,9 @@
 // What each op computes, described once with its shapes, so a backend can prepare a kernel
 // (oneDNN primitive, cuDNN descriptors and algorithm) when the graph is compiled.
-// All activations are NHWC float32 (bf16 where `compute` says so); conv kernels are HWIO.
+// All activations are NHWC, float32 or, where a desc's `activations` says so, bfloat16 (an
+// inference graph in bf16 keeps the values between two such ops in bf16: graph/precision_pass.h;
+// ops without the member, batch norm, dropout, dense and the loss, take f32). Gradients are
+// always float32. bf16 activations are forward only. Conv kernels are HWIO.
 //
 // For every op, OpBindings (backend.h) lists pointers in the order given here.
 #pragma once
@@ -51,8 +54,9 @@ struct Conv2dDesc {
   int stride_h = 1, stride_w = 1;
   Padding padding = Padding::same;
   bool has_bias = false;
-  bool needs_input_grad = true;  // false for a conv that reads the images
-  DType compute = DType::f32;    // bf16: convert inside, accumulate in f32
+  bool needs_input_grad = true;    // false for a conv that reads the images
+  DType compute = DType::f32;      // bf16: convert inside, accumulate in f32
+  DType activations = DType::f32;  // x and y as the arena holds them (f32 or bf16)
   // false: forward only (no backward is prepared; the graph compiles every op of a graph
   // that is not a training graph so).
   bool training = true;
@@ -94,6 +98,7 @@ struct BatchNormDesc {
 // in: x  out: y = max(x, 0)
 struct ReluDesc {
   Shape input;
+  DType activations = DType::f32;  // x and y (f32 or bf16)
 };
 
 // in: x  out: y. Average pooling excludes padding from the count (TensorFlow SAME).
@@ -104,18 +109,21 @@ struct Pool2dDesc {
   int kernel_h = 3, kernel_w = 3;
   int stride_h = 1, stride_w = 1;
   Padding padding = Padding::valid;
-  bool training = true;  // false: forward only (max pooling then keeps no argmax)
+  bool training = true;            // false: forward only (max pooling then keeps no argmax)
+  DType activations = DType::f32;  // x and y (f32 or bf16)
   Shape output() const;
 };
 
 // in: x[N,H,W,C]  out: y[N,C] (mean over H,W)
 struct GlobalAvgPoolDesc {
   Shape input;
+  DType activations = DType::f32;  // x and y (f32 or bf16; the mean is taken in f32)
 };
 
 // in: x0..xk (same N,H,W)  out: y, channels concatenated in order.
 struct ConcatDesc {
   std::vector<Shape> inputs;
+  DType activations = DType::f32;  // every x and y (f32 or bf16)
   Shape output() const;
 };
 
@@ -150,6 +158,7 @@ struct QuantizeDesc {
 struct AddDesc {
   Shape input;
   bool fused_relu = false;
+  DType activations = DType::f32;  // a, b and y (f32 or bf16)
 };
 
 // Mean softmax cross-entropy with TensorFlow's label smoothing, times `weight`:
@@ -167,11 +176,23 @@ struct SoftmaxCrossEntropyDesc {
 // in: x  out: y (aliases x)
 struct ReshapeDesc {
   Shape input, output;
+  DType activations = DType::f32;  // x and y (f32 or bf16)
+};
+
+// in: x (from)  out: y (to) = x converted, bf16 rounded to nearest even. Where a value enters or
+// leaves a graph whose activations are bf16 (the images, the logits). backward: dx = dy (the
+// gradients are f32 on both sides).
+struct CastDesc {
+  Shape input;
+  DType from = DType::f32, to = DType::bf16;  // f32 -> bf16 or bf16 -> f32
 };
 
 using OpDesc = std::variant<Conv2dDesc, BatchNormDesc, ReluDesc, Pool2dDesc, GlobalAvgPoolDesc,
                             ConcatDesc, DropoutDesc, DenseDesc, AddDesc, SoftmaxCrossEntropyDesc,
-                            ReshapeDesc, QuantizeDesc>;
+                            ReshapeDesc, QuantizeDesc, CastDesc>;
+
+// The type the arena holds `desc`'s activations in (f32 for ops that have no choice).
+DType activation_type(const OpDesc& desc);
 
 // "conv2d", "batch_norm", ...: for logs and the summary table.
 const char* op_name(const OpDesc& desc);

@@ -2,6 +2,7 @@
 // convolution kernels are HWIO (TF-slim's layout, so checkpoints match TensorFlow's).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -42,8 +43,16 @@ class Shape {
   std::vector<int64_t> dims_;
 };
 
-// bfloat16 storage conversions (round to nearest even), shared by backends and tests.
-uint16_t float_to_bf16(float value);
-float bf16_to_float(uint16_t value);
+// bfloat16 storage conversions (round to nearest even; a NaN stays a quiet NaN), shared by
+// backends and tests. Inline: the CPU kernels' loops call them per element.
+inline uint16_t float_to_bf16(float value) {
+  const auto bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+inline float bf16_to_float(uint16_t value) {
+  return std::bit_cast<float>(static_cast<uint32_t>(value) << 16);
+}
 
 }  // namespace ic

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "graph/passes.h"
+#include "graph/precision_pass.h"
 
 namespace ic {
 
@@ -64,6 +65,15 @@ Result<InferenceGraph> prepare_inference_graph(const Graph& graph, const ParamSo
   mark_forward_only(inference.graph, options);
   if (options.int8) {
     IC_ASSIGN_OR_RETURN(inference, quantize_layers(std::move(inference), *options.int8));
+  }
+  if (options.activations == DType::bf16) {
+    ActivationPrecisionStats bf16;
+    IC_ASSIGN_OR_RETURN(inference.graph, store_activations_in_bf16(inference.graph, &bf16));
+    inference.stats.bf16_activations = bf16.bf16_values;
+    inference.stats.casts = bf16.casts;
+  } else if (options.activations != DType::f32) {
+    return error("activations in ", dtype_name(options.activations),
+                 ": an inference graph holds them in f32 or bf16");
   }
   return inference;
 }

@@ -5,7 +5,8 @@
 //   2. batch norms folded into the convolutions before them (inference_passes.h), ReLUs
 //      fused into those convolutions, unused parameters dropped;
 //   3. every kernel forward only, convolution weights constant (a backend converts them
-//      into its own format once), convolution implementations chosen by timing.
+//      into its own format once), convolution implementations chosen by timing;
+//   4. with options.activations = bf16, the activations held in bf16 between ops.
 // The result has its own parameters ("<conv>/folded_weights", "<conv>/folded_bias" and the
 // unfolded ones it still reads) with their values on the host. Neither depends on the batch
 // size: the graphs of several batch sizes can share one upload_params().
@@ -39,6 +40,9 @@ struct InferenceGraphOptions {
   bool time_algorithms = true;
   // bf16: convolutions compute in bfloat16 where the backend has it (else float32).
   DType compute = DType::f32;
+  // bf16: every activation between two ops is held in bfloat16 (graph/precision_pass.h), for a
+  // backend whose kernels take them (Backend::supports_bf16_activations); f32 otherwise.
+  DType activations = DType::f32;
   // Set: the layers it names run in int8 (graph/quantize_pass.h), after folding.
   std::optional<QuantizationTable> int8;
 };

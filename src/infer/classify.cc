@@ -109,7 +109,7 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
     return invalid_argument("bad value ", options.top_k, " for top_k (allowed: 1 or more)");
   IC_ASSIGN_OR_RETURN(InferenceModel model, load_servable_model("", result.checkpoint));
   IC_ASSIGN_OR_RETURN(const InferenceGraphOptions graph_options,
-                      graph_options_for(model, options.precision));
+                      graph_options_for(model, options.precision, backend));
   const CheckpointMeta& meta = model.meta;
 
   std::vector<float> images;

@@ -285,6 +285,10 @@ class Translator {
     return error("an int8 inference graph has no SavedModel translation (export the model graph)");
   }
 
+  Result<std::string> translate(const Node&, const CastDesc&) {
+    return error("a bf16 inference graph has no SavedModel translation (export the model graph)");
+  }
+
   Result<std::string> translate(const Node&, const SoftmaxCrossEntropyDesc&) {
     return error("a loss has no serving translation (export an inference graph)");
   }

@@ -13,8 +13,11 @@ const char* precision_name(InferencePrecision precision) {
 
 Result<InferenceGraphOptions> graph_options_for(const InferenceModel& model,
                                                 InferencePrecision precision,
+                                                const Backend& backend,
                                                 InferenceGraphOptions base) {
-  base.compute = precision == InferencePrecision::bfloat16 ? DType::bf16 : DType::f32;
+  const bool bf16 = precision == InferencePrecision::bfloat16;
+  base.compute = bf16 ? DType::bf16 : DType::f32;
+  base.activations = bf16 && backend.supports_bf16_activations() ? DType::bf16 : DType::f32;
   base.int8.reset();
   if (precision == InferencePrecision::int8) {
     if (!model.int8)

@@ -1,7 +1,8 @@
 // The number format inference computes in, as classify's and serve's --precision name it.
 //   float32: everything in f32;
 //   bfloat16: convolutions in bf16 where the CPU has bf16 dot products (else float32, and the
-//             backend's description says so);
+//             backend's description says so), and, on a backend whose kernels take them
+//             (Backend::supports_bf16_activations), every activation held in bf16 between ops;
 //   int8: the layers an int8 export names in int8 (graph/quantize_pass.h), the rest in f32.
 #pragma once
 
@@ -15,10 +16,11 @@ enum class InferencePrecision { float32, bfloat16, int8 };
 
 const char* precision_name(InferencePrecision precision);  // "float32", "bfloat16", "int8"
 
-// `base` with what `precision` changes. int8 needs a model loaded from an int8 export
-// (export_model --format=int8); without one the error says so and names the checkpoint.
+// `base` with what `precision` changes on `backend`. int8 needs a model loaded from an int8
+// export (export_model --format=int8); without one the error says so and names the checkpoint.
 Result<InferenceGraphOptions> graph_options_for(const InferenceModel& model,
                                                 InferencePrecision precision,
+                                                const Backend& backend,
                                                 InferenceGraphOptions base = {});
 
 }  // namespace ic

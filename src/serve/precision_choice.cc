@@ -30,7 +30,8 @@ std::optional<InferencePrecision> fixed_precision(ServePrecision requested) {
 Result<std::unique_ptr<InferenceRunner>> compile(Backend& backend, const InferenceModel& model,
                                                  const std::vector<int64_t>& batch_sizes,
                                                  InferencePrecision precision) {
-  IC_ASSIGN_OR_RETURN(const InferenceGraphOptions options, graph_options_for(model, precision));
+  IC_ASSIGN_OR_RETURN(const InferenceGraphOptions options,
+                      graph_options_for(model, precision, backend));
   return InferenceRunner::create(backend, model, batch_sizes, options);
 }
 
@@ -58,20 +59,31 @@ Result<PrecisionRunner> faster_of_float32_and_bfloat16(Backend& backend,
                                                        int runs) {
   if (batch_sizes.empty()) return invalid_argument("no batch size to time");
   const int64_t largest = *std::max_element(batch_sizes.begin(), batch_sizes.end());
-  PrecisionRunner f32{InferencePrecision::float32, nullptr, ""};
-  PrecisionRunner bf16{InferencePrecision::bfloat16, nullptr, ""};
-  IC_ASSIGN_OR_RETURN(f32.runner, compile(backend, model, batch_sizes, f32.precision));
-  IC_ASSIGN_OR_RETURN(bf16.runner, compile(backend, model, batch_sizes, bf16.precision));
-  const double f32_seconds = fastest_forward(*f32.runner, largest, runs);
-  const double bf16_seconds = fastest_forward(*bf16.runner, largest, runs);
+  // One runner alive at a time, so that choosing costs no more memory than the precision
+  // chosen (two at once leave the process hundreds of MB larger after the loser is freed, and
+  // under a memory limit that is room requests no longer have): float32 is timed and freed,
+  // then bfloat16; float32 is compiled again only when it wins.
+  double f32_seconds = 0;
+  {
+    IC_ASSIGN_OR_RETURN(const std::unique_ptr<InferenceRunner> f32,
+                        compile(backend, model, batch_sizes, InferencePrecision::float32));
+    f32_seconds = fastest_forward(*f32, largest, runs);
+  }
+  PrecisionRunner kept{InferencePrecision::bfloat16, nullptr, ""};
+  IC_ASSIGN_OR_RETURN(kept.runner, compile(backend, model, batch_sizes, kept.precision));
+  const double bf16_seconds = fastest_forward(*kept.runner, largest, runs);
   // Ties keep float32: bf16 is only worth its rounding when it buys time.
-  PrecisionRunner& kept = bf16_seconds < f32_seconds ? bf16 : f32;
+  if (!(bf16_seconds < f32_seconds)) {
+    kept.runner.reset();
+    kept.precision = InferencePrecision::float32;
+    IC_ASSIGN_OR_RETURN(kept.runner, compile(backend, model, batch_sizes, kept.precision));
+  }
   std::ostringstream reason;
   reason.precision(3);
   reason << "auto: a batch of " << largest << " took " << f32_seconds * 1e3 << " ms in float32, "
          << bf16_seconds * 1e3 << " ms in bfloat16";
   kept.reason = reason.str();
-  return std::move(kept);  // the other runner is freed here
+  return kept;
 }
 
 Result<PrecisionRunner> compile_in_precision(Backend& backend, const InferenceModel& model,

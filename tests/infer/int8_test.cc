@@ -172,7 +172,8 @@ TEST_F(Int8Test, Int8RunnerAnswersCloseToFloat32) {
   const std::vector<int64_t> sizes = {2};
   auto f32 = InferenceRunner::create(*backend_, model, sizes).value();
   Result<std::unique_ptr<InferenceRunner>> int8 = InferenceRunner::create(
-      *backend_, model, sizes, graph_options_for(model, InferencePrecision::int8).value());
+      *backend_, model, sizes,
+      graph_options_for(model, InferencePrecision::int8, *backend_).value());
   ASSERT_TRUE(int8.ok()) << int8.status().message();
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> pixel(-1.f, 1.f);
@@ -190,7 +191,8 @@ TEST_F(Int8Test, Int8RunnerAnswersCloseToFloat32) {
 }
 
 TEST_F(Int8Test, Int8NeedsAnInt8Export) {
-  Result<InferenceGraphOptions> options = graph_options_for(*model_, InferencePrecision::int8);
+  Result<InferenceGraphOptions> options =
+      graph_options_for(*model_, InferencePrecision::int8, *backend_);
   ASSERT_FALSE(options.ok());
   EXPECT_EQ(options.status().code(), StatusCode::invalid_argument);
   EXPECT_NE(options.status().message().find("export_model --format=int8"), std::string::npos);

@@ -5,7 +5,10 @@
 // (the graphs of several batch sizes over one parameter arena). Activations in the arena are NHWC
 // f32; the primitive may want them otherwise, and then the kernel converts into "internal" copies
 // in its workspace:
-//   - bf16 compute: x and dy as NHWC bf16 (outputs and gradients stay f32);
+//   - bf16 compute on f32 activations: x and dy as NHWC bf16 (y and gradients stay f32);
+//   - bf16 activations (ops.h): x and y are bf16 in the arena and a bf16 convolution reads and
+//     writes them as they are; a float32 one (a CPU without bf16) converts both; the gradients
+//     stay f32;
 //   - a blocked layout (oneDNN's nChw8c / nChw16c, Winograd's): x, y/dy and dx converted.
 //
 // Which implementation (a ConvPlan: oneDNN algorithm, activation layout, compute type):
@@ -68,8 +71,10 @@ class ConvKernel final : public OpKernel {
   // Throws dnnl::error when oneDNN has no implementation of `plan` for `d` on this CPU.
   ConvKernel(const Conv2dDesc& d, DnnlContext& ctx, const ConvPlan& plan)
       : d_(d), ctx_(ctx), plan_(plan) {
-    x_md_ = nhwc_md(d.input);
-    y_md_ = nhwc_md(d.output());
+    x_md_ = nhwc_md(d.input, activation_dt(d.activations));
+    y_md_ = nhwc_md(d.output(), activation_dt(d.activations));
+    dx_md_ = nhwc_md(d.input);  // gradients are f32 whatever the activations' type
+    dy_md_ = nhwc_md(d.output());
     w_hwio_md_ =
         memory::desc({d.out_channels, d.input.c(), d.kernel_h, d.kernel_w}, dt::f32, tag::hwio);
     build();
@@ -83,11 +88,11 @@ class ConvKernel final : public OpKernel {
       scratch = std::max(scratch, bwd_weights_pd_.scratchpad_desc().get_size());
       if (d.needs_input_grad) {
         scratch = std::max(scratch, bwd_data_pd_.scratchpad_desc().get_size());
-        if (bwd_data_pd_.diff_src_desc() != x_md_)
+        if (bwd_data_pd_.diff_src_desc() != dx_md_)
           x_bytes = std::max(x_bytes, bwd_data_pd_.diff_src_desc().get_size());
         w_bytes = std::max(w_bytes, bwd_data_pd_.weights_desc().get_size());
       }
-      if (bwd_weights_pd_.diff_dst_desc() != y_md_)
+      if (bwd_weights_pd_.diff_dst_desc() != dy_md_)
         y_bytes = std::max(y_bytes, bwd_weights_pd_.diff_dst_desc().get_size());
       if (bwd_weights_pd_.diff_weights_desc() != w_hwio_md_)
         dw_bytes_ = align64(bwd_weights_pd_.diff_weights_desc().get_size());
@@ -175,8 +180,11 @@ class ConvKernel final : public OpKernel {
     const Pads pads = tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h,
                               d.stride_w, d.padding);
     const memory::dims wdims = w_hwio_md_.dims();
+    // y in the arena's type when computing in bf16 (a bf16 arena then needs no conversion),
+    // else f32 (converted into a bf16 arena after the primitive).
+    const dt yt = ct == dt::bf16 ? activation_dt(d.activations) : dt::f32;
     const memory::desc x(x_md_.dims(), ct, act), dy(y_md_.dims(), ct, act);
-    const memory::desc y(y_md_.dims(), dt::f32, act), dx(x_md_.dims(), dt::f32, act);
+    const memory::desc y(y_md_.dims(), yt, act), dx(x_md_.dims(), dt::f32, act);
     const memory::desc w_any(wdims, ct, tag::any), dw_any(wdims, dt::f32, tag::any);
     const memory::desc b =
         d.has_bias ? memory::desc({d.out_channels}, dt::f32, tag::x) : memory::desc();
@@ -277,7 +285,7 @@ class ConvKernel final : public OpKernel {
     if (!d_.training || b.output_grads.empty() || !b.output_grads[0]) return;  // forward only
     if (b.param_grads.size() != b.params.size())
       throw dnnl::error(dnnl_invalid_arguments, "one gradient per parameter expected");
-    const memory dy_arena = wrap(y_md_, ctx_, b.output_grads[0]);
+    const memory dy_arena = wrap(dy_md_, ctx_, b.output_grads[0]);
     const memory dy =
         internal(dy_arena, bwd_weights_pd_.diff_dst_desc(), y_region, backward_steps_, true);
     // x's internal copy may have been overwritten by other ops since forward: redo it.
@@ -300,7 +308,7 @@ class ConvKernel final : public OpKernel {
     if (!d_.needs_input_grad || b.input_grads.empty() || !b.input_grads[0]) return;
     const memory w_bwd(bwd_data_pd_.weights_desc(), eng, w_region);
     backward_steps_.push_back(reorder_step(w_hwio, w_bwd));
-    const memory dx_arena(x_md_, eng, b.input_grads[0]);
+    const memory dx_arena(dx_md_, eng, b.input_grads[0]);
     std::vector<DnnlStep> dx_out;
     const memory dx = internal(dx_arena, bwd_data_pd_.diff_src_desc(), x_region, dx_out, false);
     backward_steps_.push_back(
@@ -316,6 +324,7 @@ class ConvKernel final : public OpKernel {
   DnnlContext& ctx_;
   ConvPlan plan_;
   memory::desc x_md_, y_md_, w_hwio_md_;  // the arena's layouts
+  memory::desc dx_md_, dy_md_;            // the gradients' (f32)
   convolution_forward::primitive_desc fwd_pd_;
   convolution_forward fwd_;
   convolution_backward_data::primitive_desc bwd_data_pd_;
@@ -348,7 +357,8 @@ std::string plan_key(const Conv2dDesc& d) {
          "x" + std::to_string(d.kernel_w) + " s" + std::to_string(d.stride_h) + "x" +
          std::to_string(d.stride_w) + (d.padding == Padding::same ? " same" : " valid") +
          (d.has_bias ? " bias" : "") + (d.fused_relu ? " relu" : "") +
-         (d.constant_weights ? " const" : "") + " " + dtype_name(d.compute);
+         (d.constant_weights ? " const" : "") + " " + dtype_name(d.compute) + " in " +
+         dtype_name(d.activations);
 }
 
 // Seconds of one forward: the faster of two runs, on scratch buffers.
@@ -475,6 +485,8 @@ Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& 
   if (d.int8) return make_int8_conv2d(d, ctx);  // int8 replaces `compute`
   if (d.compute != DType::f32 && d.compute != DType::bf16)
     return error("conv2d: compute type ", dtype_name(d.compute), " is not supported");
+  if (d.activations != DType::f32 && d.activations != DType::bf16)
+    return error("conv2d: activations in ", dtype_name(d.activations), " (f32 or bf16 only)");
   if (d.training && d.fused_relu)
     return error("conv2d: a fused ReLU is forward only (its backward would need a mask); ",
                  "training convolutions are followed by batch norm + ReLU instead");

@@ -56,6 +56,7 @@ class CpuBackend final : public Backend {
   }
 
   bool has_native_bf16() const override { return dnnl_.native_bf16; }
+  bool supports_bf16_activations() const override { return true; }
 
   Result<DeviceBuffer> allocate(size_t bytes) override {
     void* p = std::aligned_alloc(64, align64(std::max<size_t>(bytes, 1)));
@@ -169,6 +170,7 @@ struct Compiler {
   }
   Result<std::unique_ptr<OpKernel>> operator()(const ReshapeDesc& d) { return make_reshape(d); }
   Result<std::unique_ptr<OpKernel>> operator()(const QuantizeDesc& d) { return make_quantize(d); }
+  Result<std::unique_ptr<OpKernel>> operator()(const CastDesc& d) { return make_cast(d, ctx); }
 };
 
 Result<std::unique_ptr<OpKernel>> CpuBackend::compile(const OpDesc& desc) {

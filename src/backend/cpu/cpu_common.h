@@ -72,6 +72,35 @@ inline dnnl::memory::desc nhwc_md(const Shape& s, dt type = dt::f32) {
   return dnnl::memory::desc({s.n(), s.c(), s.h(), s.w()}, type, tag::nhwc);
 }
 
+// The oneDNN type of an arena's activations (ops.h's `activations`: f32 or bf16).
+inline dt activation_dt(DType type) { return type == DType::bf16 ? dt::bf16 : dt::f32; }
+
+// One activation element as the arena holds it, for the kernels that are plain loops: float, or
+// bfloat16's bits. Loops read with widen() and compute in float; narrow() rounds to nearest even.
+struct Bf16 {
+  uint16_t bits;
+};
+inline float widen(float v) { return v; }
+inline float widen(Bf16 v) { return bf16_to_float(v.bits); }
+template <typename T>
+T narrow(float v);
+template <>
+inline float narrow<float>(float v) {
+  return v;
+}
+template <>
+inline Bf16 narrow<Bf16>(float v) {
+  return Bf16{float_to_bf16(v)};
+}
+
+// Kernel<float> or Kernel<Bf16>, as `type` says; other types are refused naming `op`.
+template <template <typename> class Kernel, typename Desc>
+Result<std::unique_ptr<OpKernel>> make_for_activations(const char* op, DType type, const Desc& d) {
+  if (type == DType::f32) return std::unique_ptr<OpKernel>(std::make_unique<Kernel<float>>(d));
+  if (type == DType::bf16) return std::unique_ptr<OpKernel>(std::make_unique<Kernel<Bf16>>(d));
+  return error(op, ": activations in ", dtype_name(type), " (f32 or bf16 only)");
+}
+
 // Bytes rounded up so consecutive sub-buffers stay 64-byte aligned.
 inline size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
@@ -129,6 +158,7 @@ Result<std::unique_ptr<OpKernel>> make_dropout(const DropoutDesc& d);
 Result<std::unique_ptr<OpKernel>> make_softmax_cross_entropy(const SoftmaxCrossEntropyDesc& d);
 Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d);
 Result<std::unique_ptr<OpKernel>> make_quantize(const QuantizeDesc& d);
+Result<std::unique_ptr<OpKernel>> make_cast(const CastDesc& d, DnnlContext& ctx);
 // int8 layers (ops.h's Int8Conv; int8_kernels.cc): make_conv2d / make_dense call these when the
 // desc's `int8` is set, after checking the shapes.
 Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlContext& ctx);

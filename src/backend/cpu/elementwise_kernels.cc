@@ -1,16 +1,20 @@
 // Kernels that are plain loops over NHWC memory: ReLU, Add(+ReLU), channel Concat,
-// GlobalAvgPool, Dropout and Reshape. All are written to be safe when an output aliases
-// its input (the graph may run ReLU or Reshape in place).
+// GlobalAvgPool, Dropout, Reshape and Cast. ReLU, Add, Concat and GlobalAvgPool take f32 or
+// bf16 activations (ops.h), computing in f32; their gradients are f32. All are written to be safe
+// when an output aliases its input (the graph may run ReLU or Reshape in place).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/dropout_mask.h"
+#include "backend/cpu/vector_loops.h"
 
 namespace ic::cpu {
 namespace {
 
+template <typename T>
 class ReluKernel final : public OpKernel {
  public:
   explicit ReluKernel(const ReluDesc& d) : count_(d.input.numel()) {}
@@ -21,20 +25,24 @@ class ReluKernel final : public OpKernel {
     return Status();
   }
   void forward(const StepContext&) override {
-    const auto* x = static_cast<const float*>(b_.inputs[0]);
-    auto* y = static_cast<float*>(b_.outputs[0]);
     chunked(count_, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) y[i] = std::max(x[i], 0.f);
+      if constexpr (std::is_same_v<T, float>) {
+        relu_f32(static_cast<const float*>(b_.inputs[0]) + s,
+                 static_cast<float*>(b_.outputs[0]) + s, e - s);
+      } else {
+        relu_bf16(static_cast<const uint16_t*>(b_.inputs[0]) + s,
+                  static_cast<uint16_t*>(b_.outputs[0]) + s, e - s);
+      }
     });
   }
   // dx = dy where y > 0.
   void backward(const StepContext&) override {
     if (b_.input_grads.empty() || !b_.input_grads[0]) return;
-    const auto* y = static_cast<const float*>(b_.outputs[0]);
+    const auto* y = static_cast<const T*>(b_.outputs[0]);
     const auto* dy = static_cast<const float*>(b_.output_grads[0]);
     auto* dx = static_cast<float*>(b_.input_grads[0]);
     chunked(count_, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
+      for (int64_t i = s; i < e; ++i) dx[i] = widen(y[i]) > 0.f ? dy[i] : 0.f;
     });
   }
 
@@ -43,6 +51,7 @@ class ReluKernel final : public OpKernel {
   OpBindings b_;
 };
 
+template <typename T>
 class AddKernel final : public OpKernel {
  public:
   explicit AddKernel(const AddDesc& d) : count_(d.input.numel()), relu_(d.fused_relu) {}
@@ -53,23 +62,23 @@ class AddKernel final : public OpKernel {
     return Status();
   }
   void forward(const StepContext&) override {
-    const auto* a = static_cast<const float*>(b_.inputs[0]);
-    const auto* c = static_cast<const float*>(b_.inputs[1]);
-    auto* y = static_cast<float*>(b_.outputs[0]);
+    const auto* a = static_cast<const T*>(b_.inputs[0]);
+    const auto* c = static_cast<const T*>(b_.inputs[1]);
+    auto* y = static_cast<T*>(b_.outputs[0]);
     const float floor = relu_ ? 0.f : -INFINITY;
     chunked(count_, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) y[i] = std::max(a[i] + c[i], floor);
+      for (int64_t i = s; i < e; ++i) y[i] = narrow<T>(std::max(widen(a[i]) + widen(c[i]), floor));
     });
   }
   void backward(const StepContext&) override {
-    const auto* y = static_cast<const float*>(b_.outputs[0]);
+    const auto* y = static_cast<const T*>(b_.outputs[0]);
     const auto* dy = static_cast<const float*>(b_.output_grads[0]);
     for (size_t k = 0; k < b_.input_grads.size(); ++k) {
       auto* dx = static_cast<float*>(b_.input_grads[k]);
       if (!dx) continue;
       chunked(count_, [&](int64_t s, int64_t e) {
         if (relu_) {
-          for (int64_t i = s; i < e; ++i) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
+          for (int64_t i = s; i < e; ++i) dx[i] = widen(y[i]) > 0.f ? dy[i] : 0.f;
         } else if (dx != dy) {
           std::memcpy(dx + s, dy + s, sizeof(float) * static_cast<size_t>(e - s));
         }
@@ -83,10 +92,12 @@ class AddKernel final : public OpKernel {
   OpBindings b_;
 };
 
-// y[p, off_k + c] = x_k[p, c] for every pixel p = (n,h,w).
+// y[p, off_k + c] = x_k[p, c] for every pixel p = (n,h,w); elements of `element` bytes (the
+// activations' type forward, float32 gradients backward).
 class ConcatKernel final : public OpKernel {
  public:
-  explicit ConcatKernel(const ConcatDesc& d) : pixels_(d.inputs.at(0).numel() / d.inputs[0].c()) {
+  explicit ConcatKernel(const ConcatDesc& d)
+      : pixels_(d.inputs.at(0).numel() / d.inputs[0].c()), element_(dtype_size(d.activations)) {
     int64_t offset = 0;
     for (const Shape& s : d.inputs) {
       channels_.push_back(s.c());
@@ -102,12 +113,13 @@ class ConcatKernel final : public OpKernel {
     return Status();
   }
   void forward(const StepContext&) override {
-    auto* y = static_cast<float*>(b_.outputs[0]);
+    auto* y = static_cast<char*>(b_.outputs[0]);
+    const size_t e = element_;
     parallel_for(pixels_, 64, [&](int64_t p) {
       for (size_t k = 0; k < channels_.size(); ++k) {
-        const auto* x = static_cast<const float*>(b_.inputs[k]);
-        std::memcpy(y + p * total_ + offsets_[k], x + p * channels_[k],
-                    sizeof(float) * static_cast<size_t>(channels_[k]));
+        const auto* x = static_cast<const char*>(b_.inputs[k]);
+        std::memcpy(y + (p * total_ + offsets_[k]) * e, x + p * channels_[k] * e,
+                    e * static_cast<size_t>(channels_[k]));
       }
     });
   }
@@ -125,33 +137,43 @@ class ConcatKernel final : public OpKernel {
 
  private:
   int64_t pixels_, total_ = 0;
+  size_t element_;
   std::vector<int64_t> channels_, offsets_;
   OpBindings b_;
 };
 
-// y[n,c] = mean over (h,w) of x[n,h,w,c].
+// y[n,c] = mean over (h,w) of x[n,h,w,c], summed in float32 whatever the activations' type.
+template <typename T>
 class GlobalAvgPoolKernel final : public OpKernel {
  public:
   explicit GlobalAvgPoolKernel(const GlobalAvgPoolDesc& d)
       : n_(d.input.n()), hw_(d.input.h() * d.input.w()), c_(d.input.c()) {}
   BackwardReads backward_reads() const override { return {false, false}; }
+  size_t workspace_bytes() const override {
+    return std::is_same_v<T, float> ? 0 : align64(sizeof(float) * static_cast<size_t>(n_ * c_));
+  }
   Status bind(const OpBindings& b) override {
     IC_RETURN_IF_ERROR(check_bindings("global_avg_pool", b, 1, 1, 0, 0));
+    if (workspace_bytes() > 0 && !b.workspace)
+      return error("global_avg_pool: needs ", workspace_bytes(), " bytes of workspace, got none");
     b_ = b;
     return Status();
   }
   void forward(const StepContext&) override {
-    const auto* x = static_cast<const float*>(b_.inputs[0]);
-    auto* y = static_cast<float*>(b_.outputs[0]);
+    const auto* x = static_cast<const T*>(b_.inputs[0]);
+    auto* y = static_cast<T*>(b_.outputs[0]);
+    // bf16: the sums in the workspace, then rounded once.
+    auto* sums =
+        std::is_same_v<T, float> ? reinterpret_cast<float*>(y) : static_cast<float*>(b_.workspace);
     const float scale = 1.f / static_cast<float>(hw_);
     parallel_for(n_, 1, [&](int64_t n) {
-      float* yn = y + n * c_;
-      std::fill(yn, yn + c_, 0.f);
+      float* sn = sums + n * c_;
+      std::fill(sn, sn + c_, 0.f);
       for (int64_t p = 0; p < hw_; ++p) {
-        const float* xp = x + (n * hw_ + p) * c_;
-        for (int64_t c = 0; c < c_; ++c) yn[c] += xp[c];
+        const T* xp = x + (n * hw_ + p) * c_;
+        for (int64_t c = 0; c < c_; ++c) sn[c] += widen(xp[c]);
       }
-      for (int64_t c = 0; c < c_; ++c) yn[c] *= scale;
+      for (int64_t c = 0; c < c_; ++c) y[n * c_ + c] = narrow<T>(sn[c] * scale);
     });
   }
   void backward(const StepContext&) override {
@@ -168,6 +190,41 @@ class GlobalAvgPoolKernel final : public OpKernel {
 
  private:
   int64_t n_, hw_, c_;
+  OpBindings b_;
+};
+
+// y = x in another type (f32 <-> bf16) by oneDNN's reorder (vectorised for this CPU); backward
+// copies the f32 gradient.
+class CastKernel final : public OpKernel {
+ public:
+  CastKernel(const CastDesc& d, DnnlContext& ctx)
+      : ctx_(ctx),
+        count_(d.input.numel()),
+        from_({count_}, activation_dt(d.from), tag::a),
+        to_({count_}, activation_dt(d.to), tag::a) {}
+  BackwardReads backward_reads() const override { return {false, false}; }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("cast", b, 1, 1, 0, 0));
+    b_ = b;
+    try {
+      step_ = reorder_step(wrap(from_, ctx_, b.inputs[0]), wrap(to_, ctx_, b.outputs[0]));
+    } catch (const dnnl::error& e) {
+      return error("cast: binding oneDNN memory: ", e.what());
+    }
+    return Status();
+  }
+  void forward(const StepContext&) override { step_.primitive.execute(ctx_.stream, step_.args); }
+  void backward(const StepContext&) override {
+    if (b_.input_grads.empty() || !b_.input_grads[0] || b_.input_grads[0] == b_.output_grads[0])
+      return;
+    std::memcpy(b_.input_grads[0], b_.output_grads[0], sizeof(float) * static_cast<size_t>(count_));
+  }
+
+ private:
+  DnnlContext& ctx_;
+  int64_t count_;
+  dnnl::memory::desc from_, to_;
+  DnnlStep step_;
   OpBindings b_;
 };
 
@@ -218,7 +275,9 @@ class DropoutKernel final : public OpKernel {
 
 class ReshapeKernel final : public OpKernel {
  public:
-  explicit ReshapeKernel(const ReshapeDesc& d) : bytes_(sizeof(float) * d.input.numel()) {}
+  explicit ReshapeKernel(const ReshapeDesc& d)
+      : bytes_(dtype_size(d.activations) * static_cast<size_t>(d.input.numel())),
+        grad_bytes_(sizeof(float) * static_cast<size_t>(d.input.numel())) {}
   BackwardReads backward_reads() const override { return {false, false}; }
   Status bind(const OpBindings& b) override {
     IC_RETURN_IF_ERROR(check_bindings("reshape", b, 1, 1, 0, 0));
@@ -231,21 +290,21 @@ class ReshapeKernel final : public OpKernel {
   void backward(const StepContext&) override {
     if (b_.input_grads.empty() || !b_.input_grads[0]) return;
     if (b_.input_grads[0] != b_.output_grads[0])
-      std::memcpy(b_.input_grads[0], b_.output_grads[0], bytes_);
+      std::memcpy(b_.input_grads[0], b_.output_grads[0], grad_bytes_);
   }
 
  private:
-  size_t bytes_;
+  size_t bytes_, grad_bytes_;
   OpBindings b_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<OpKernel>> make_relu(const ReluDesc& d) {
-  return std::unique_ptr<OpKernel>(std::make_unique<ReluKernel>(d));
+  return make_for_activations<ReluKernel>("relu", d.activations, d);
 }
 Result<std::unique_ptr<OpKernel>> make_add(const AddDesc& d) {
-  return std::unique_ptr<OpKernel>(std::make_unique<AddKernel>(d));
+  return make_for_activations<AddKernel>("add", d.activations, d);
 }
 Result<std::unique_ptr<OpKernel>> make_concat(const ConcatDesc& d) {
   if (d.inputs.empty()) return error("concat of no inputs");
@@ -255,11 +314,13 @@ Result<std::unique_ptr<OpKernel>> make_concat(const ConcatDesc& d) {
       return error("concat inputs must be NHWC with equal N,H,W; got ", s.str(), " and ",
                    d.inputs[0].str());
   }
+  if (d.activations != DType::f32 && d.activations != DType::bf16)
+    return error("concat: activations in ", dtype_name(d.activations), " (f32 or bf16 only)");
   return std::unique_ptr<OpKernel>(std::make_unique<ConcatKernel>(d));
 }
 Result<std::unique_ptr<OpKernel>> make_global_avg_pool(const GlobalAvgPoolDesc& d) {
   if (d.input.rank() != 4) return error("global_avg_pool needs NHWC input, got ", d.input.str());
-  return std::unique_ptr<OpKernel>(std::make_unique<GlobalAvgPoolKernel>(d));
+  return make_for_activations<GlobalAvgPoolKernel>("global_avg_pool", d.activations, d);
 }
 Result<std::unique_ptr<OpKernel>> make_dropout(const DropoutDesc& d) {
   if (!(d.keep_prob > 0.f && d.keep_prob <= 1.f))
@@ -270,6 +331,13 @@ Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d) {
   if (d.input.numel() != d.output.numel())
     return error("reshape from ", d.input.str(), " to ", d.output.str(), " changes the size");
   return std::unique_ptr<OpKernel>(std::make_unique<ReshapeKernel>(d));
+}
+Result<std::unique_ptr<OpKernel>> make_cast(const CastDesc& d, DnnlContext& ctx) {
+  const bool known = (d.from == DType::f32 && d.to == DType::bf16) ||
+                     (d.from == DType::bf16 && d.to == DType::f32);
+  if (!known)
+    return error("cast from ", dtype_name(d.from), " to ", dtype_name(d.to), ": only f32 <-> bf16");
+  return std::unique_ptr<OpKernel>(std::make_unique<CastKernel>(d, ctx));
 }
 
 }  // namespace ic::cpu

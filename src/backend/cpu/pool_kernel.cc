@@ -1,7 +1,8 @@
 // Max and average pooling on oneDNN, NHWC, with TensorFlow's asymmetric SAME padding.
 // Average pooling divides by the number of real (unpadded) inputs in each window, as TF.
 // Training max pooling saves oneDNN's argmax workspace for backward; a forward-only kernel
-// (training = false) runs oneDNN's forward_inference and prepares no backward.
+// (training = false) runs oneDNN's forward_inference and prepares no backward; it may read and
+// write bf16 activations (ops.h).
 #include <unordered_map>
 
 #include "backend/cpu/cpu_common.h"
@@ -20,8 +21,8 @@ class PoolKernel final : public OpKernel {
   PoolKernel(const Pool2dDesc& d, DnnlContext& ctx) : ctx_(ctx) {
     const Pads pads = tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h,
                               d.stride_w, d.padding);
-    x_md_ = nhwc_md(d.input);
-    y_md_ = nhwc_md(d.output());
+    x_md_ = nhwc_md(d.input, activation_dt(d.activations));
+    y_md_ = nhwc_md(d.output(), activation_dt(d.activations));
     const algorithm alg =
         d.kind == PoolKind::max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
     const memory::dims strides{d.stride_h, d.stride_w}, kernel{d.kernel_h, d.kernel_w};
@@ -107,6 +108,9 @@ Result<std::unique_ptr<OpKernel>> make_pool2d(const Pool2dDesc& d, DnnlContext& 
   const Shape out = d.output();
   if (out.h() <= 0 || out.w() <= 0)
     return error("pool2d: input ", d.input.str(), " is smaller than the window");
+  if (d.activations != DType::f32 && (d.training || d.activations != DType::bf16))
+    return error("pool2d: activations in ", dtype_name(d.activations),
+                 d.training ? " are forward only (training pools f32)" : " (f32 or bf16 only)");
   return std::unique_ptr<OpKernel>(std::make_unique<PoolKernel>(d, ctx));
 }
 

@@ -5,10 +5,12 @@
 // The loop clamps first and rounds after: the bounds are integers, so that is the same as
 // rounding then clamping, and a value in [0, 255] rounds to nearest-even by adding and
 // subtracting 2^23 (f32 keeps no fraction there). No library call (nearbyint is one without
-// SSE4.1), so the compiler vectorizes it. NaN becomes 0.
+// SSE4.1), so the compiler vectorizes it (vector_loops.h: for this CPU's widest vectors). NaN
+// becomes 0.
 #include <cmath>
 
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/vector_loops.h"
 
 namespace ic::cpu {
 namespace {
@@ -27,15 +29,8 @@ class QuantizeKernel final : public OpKernel {
   void forward(const StepContext&) override {
     const auto* x = static_cast<const float*>(b_.inputs[0]);
     auto* y = static_cast<uint8_t*>(b_.outputs[0]);
-    const float inverse = inverse_scale_, top = max_level_;
-    constexpr float kRound = 8388608.f;  // 2^23
     chunked(count_, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) {
-        float v = x[i] * inverse;
-        v = v > 0.f ? v : 0.f;  // also NaN
-        v = v < top ? v : top;
-        y[i] = static_cast<uint8_t>((v + kRound) - kRound);
-      }
+      quantize_to_u8(x + s, y + s, e - s, inverse_scale_, max_level_);
     });
   }
   void backward(const StepContext&) override {}

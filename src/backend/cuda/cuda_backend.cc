@@ -310,6 +310,13 @@ struct Compiler {
     return make_reshape(d, ctx);
   }
   Result<std::unique_ptr<OpKernel>> operator()(const QuantizeDesc&) { return int8_refused(); }
+  Result<std::unique_ptr<OpKernel>> operator()(const CastDesc&) {
+    return bf16_activations_refused();
+  }
+  // Backend::supports_bf16_activations is false here: graphs for CUDA keep f32 activations.
+  static Result<std::unique_ptr<OpKernel>> bf16_activations_refused() {
+    return invalid_argument("bf16 activations between ops run on the CPU backend only");
+  }
   static Result<std::unique_ptr<OpKernel>> int8_refused() {
     return invalid_argument(
         "int8 inference runs on the CPU backend only (--precision=int8 needs --device=cpu)");
@@ -319,7 +326,8 @@ struct Compiler {
 Result<std::unique_ptr<OpKernel>> CudaBackend::compile(const OpDesc& desc) {
   if (ctx_.capturing) return error(description_, ": compile() while capturing a step");
   IC_RETURN_IF_ERROR(use_device());
-  auto kernel = std::visit(Compiler{ctx_}, desc);
+  auto kernel = activation_type(desc) == DType::bf16 ? Compiler::bf16_activations_refused()
+                                                     : std::visit(Compiler{ctx_}, desc);
   if (!kernel.ok()) return kernel.status().with_context(std::string("cuda: ") + op_name(desc));
   return kernel;
 }

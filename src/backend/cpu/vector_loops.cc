@@ -1,0 +1,49 @@
+#include "backend/cpu/vector_loops.h"
+
+#include <bit>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IC_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define IC_SANITIZED 1
+#endif
+
+#if defined(__x86_64__) && !defined(IC_SANITIZED)
+#define IC_FOR_EACH_X86_LEVEL \
+  __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#else
+// Elsewhere, and under the sanitizers (whose runtime does not resolve ifuncs early enough), one
+// version.
+#define IC_FOR_EACH_X86_LEVEL
+#endif
+
+namespace ic::cpu {
+
+IC_FOR_EACH_X86_LEVEL
+void relu_f32(const float* x, float* y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) y[i] = x[i] < 0.f ? 0.f : x[i];
+}
+
+IC_FOR_EACH_X86_LEVEL
+void relu_bf16(const uint16_t* x, uint16_t* y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = std::bit_cast<float>(static_cast<uint32_t>(x[i]) << 16);
+    y[i] = v < 0.f ? uint16_t{0} : x[i];
+  }
+}
+
+IC_FOR_EACH_X86_LEVEL
+void quantize_to_u8(const float* x, uint8_t* y, int64_t count, float inverse_scale, float top) {
+  constexpr float kRound = 8388608.f;  // 2^23: adding and subtracting it rounds to nearest even
+  for (int64_t i = 0; i < count; ++i) {
+    float v = x[i] * inverse_scale;
+    v = v > 0.f ? v : 0.f;  // also NaN
+    v = v < top ? v : top;
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>((v + kRound) - kRound));
+  }
+}
+
+}  // namespace ic::cpu
