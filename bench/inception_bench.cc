@@ -228,9 +228,10 @@ int main(int argc, char** argv) {
     if (!c.ok()) return fail(c.status());
     compiled = std::move(*c);
     std::fprintf(stderr,
-                 "inference graph: %d batch norms folded, %d ReLUs fused, %d values in bf16 "
-                 "(%d casts); %s\n",
-                 inference->stats.folded_batch_norm, inference->stats.fused_conv_relu, inference->stats.bf16_activations,
+                 "inference graph: %d batch norms folded, %d ReLUs fused, %d average pools "
+                 "after their 1x1 convolution, %d values in bf16 (%d casts); %s\n",
+                 inference->stats.folded_batch_norm, inference->stats.fused_conv_relu,
+                 inference->stats.pools_after_conv, inference->stats.bf16_activations,
                  inference->stats.casts, compiled->summary().c_str());
     executed = inference->graph;
     logits.resize(static_cast<size_t>(a.batch * options->num_classes));

@@ -60,6 +60,8 @@ Result<InferenceGraph> prepare_inference_graph(const Graph& graph, const ParamSo
     inference.stats.removed_identity_dropout += before.removed_identity_dropout;
     inference.stats.removed_dead_nodes += before.removed_dead_nodes;
     inference = fuse_conv_relu(std::move(inference));
+    // Not for int8: its calibrated input scales are the pools' outputs'.
+    if (!options.int8) inference = pool_after_pointwise_conv(std::move(inference));
   }
   inference = remove_unused_params(std::move(inference));
   mark_forward_only(inference.graph, options);

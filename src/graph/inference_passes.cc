@@ -143,6 +143,92 @@ InferenceGraph fuse_conv_relu(InferenceGraph in) {
   return in;
 }
 
+namespace {
+
+// The 1x1 stride-1 convolution (not int8) that alone reads the stride-1 average pool `pool`'s
+// output, when it has fewer output than input channels; else null.
+const Node* pointwise_reader(const Graph& graph, const Node& pool,
+                             const std::vector<std::vector<NodeId>>& consumers,
+                             const std::vector<bool>& visible) {
+  const auto* p = std::get_if<Pool2dDesc>(&pool.desc);
+  if (p == nullptr || p->kind != PoolKind::avg || p->stride_h != 1 || p->stride_w != 1)
+    return nullptr;
+  const auto out = static_cast<size_t>(pool.outputs.at(0));
+  if (consumers[out].size() != 1 || visible[out]) return nullptr;
+  const Node& reader = graph.nodes[static_cast<size_t>(consumers[out][0])];
+  const auto* conv = std::get_if<Conv2dDesc>(&reader.desc);
+  if (conv == nullptr || conv->int8 || conv->kernel_h != 1 || conv->kernel_w != 1 ||
+      conv->stride_h != 1 || conv->stride_w != 1 || reader.inputs.at(0) != pool.outputs[0])
+    return nullptr;
+  return conv->out_channels < conv->input.c() ? &reader : nullptr;
+}
+
+}  // namespace
+
+InferenceGraph pool_after_pointwise_conv(InferenceGraph in) {
+  if (in.graph.training) return in;
+  Graph& graph = in.graph;
+  const auto consumers = value_consumers(graph);
+  const auto visible = externally_visible(graph);
+  // Per node: what replaces it (one or two nodes), in place, so the order stays topological.
+  std::vector<std::vector<Node>> replaced(graph.nodes.size());
+  std::vector<bool> touched(graph.nodes.size(), false);
+  int moved = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& pool = graph.nodes[i];
+    const Node* conv_node = pointwise_reader(graph, pool, consumers, visible);
+    if (conv_node == nullptr) continue;
+    const auto c = static_cast<size_t>(consumers[static_cast<size_t>(pool.outputs[0])][0]);
+    if (touched[i] || touched[c]) continue;
+    const auto& p = std::get<Pool2dDesc>(pool.desc);
+    Conv2dDesc conv = std::get<Conv2dDesc>(conv_node->desc);
+    const bool relu = conv.fused_relu;
+    // The convolution, at the pool's place, on the pool's input.
+    conv.input = p.input;
+    conv.fused_relu = false;
+    const auto convolved = static_cast<ValueId>(graph.values.size());
+    graph.values.push_back(ValueInfo{conv_node->name, conv.output(), DType::f32, kNone});
+    Node first = *conv_node;
+    first.desc = conv;
+    first.inputs = {pool.inputs.at(0)};
+    first.outputs = {convolved};
+    // The pool, at the convolution's place, on its output; then the ReLU.
+    Pool2dDesc pooled = p;
+    pooled.input = conv.output();
+    const ValueId result = conv_node->outputs.at(0);
+    ValueId pool_out = result;
+    if (relu) {
+      pool_out = static_cast<ValueId>(graph.values.size());
+      graph.values.push_back(ValueInfo{pool.name, pooled.output(), DType::f32, kNone});
+    }
+    Node second = pool;
+    second.desc = pooled;
+    second.inputs = {convolved};
+    second.outputs = {pool_out};
+    replaced[i] = {std::move(first)};
+    replaced[c] = {std::move(second)};
+    if (relu)
+      replaced[c].push_back(
+          Node{conv_node->name + "/Relu", ReluDesc{pooled.output()}, {pool_out}, {result}, {}, {}});
+    touched[i] = touched[c] = true;
+    ++moved;
+  }
+  if (moved == 0) return in;
+  std::vector<Node> nodes;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!touched[i]) {
+      nodes.push_back(std::move(graph.nodes[i]));
+      continue;
+    }
+    for (Node& node : replaced[i]) nodes.push_back(std::move(node));
+  }
+  const std::vector<bool> none(nodes.size(), false);
+  graph.nodes = std::move(nodes);
+  graph = without_nodes(std::move(graph), none);  // recomputes every producer
+  in.stats.pools_after_conv += moved;
+  return in;
+}
+
 InferenceGraph remove_dead_nodes(InferenceGraph in) {
   Graph& graph = in.graph;
   std::vector<bool> needed(graph.values.size(), false);

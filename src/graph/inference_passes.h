@@ -20,7 +20,10 @@ struct InferencePassStats {
   int removed_dead_nodes = 0;        // nodes neither the logits nor a loss needs (aux heads)
   int folded_batch_norm = 0;         // BatchNorm nodes folded into the convolution before them
   int fused_conv_relu = 0;           // ReLUs that became their convolution's post-op
+  int pools_after_conv = 0;          // average pools moved after their 1x1 convolution
   int removed_params = 0;            // parameters no node reads any more
+  int bf16_activations = 0;          // values held in bf16 (graph/precision_pass.h)
+  int casts = 0;                     // Cast nodes where values enter or leave bf16
 };
 
 struct InferenceGraph {
@@ -47,6 +50,15 @@ Result<InferenceGraph> fold_batch_norm(const Graph& graph, const ParamValues& va
 // gets the ReLU as its post-op and writes the Relu's output; the Relu goes. Inference graphs
 // only (a training graph comes back as it is).
 InferenceGraph fuse_conv_relu(InferenceGraph in);
+
+// An average pool of stride 1 whose output only a 1x1, stride-1 convolution with fewer output
+// than input channels reads (and the caller does not) runs after that convolution instead:
+// both are linear per pixel and the pool's divisor (the window's real inputs) is the same for
+// every channel, so avg_pool(conv(x)) = conv(avg_pool(x)) up to rounding, with the convolution's
+// bias; its fused ReLU, which must come last, becomes a Relu node after the pool. The pool then
+// averages the convolution's fewer channels (Inception's "Branch_3": 4 to 10 times fewer).
+// The convolution keeps its name and parameters. Inference graphs only.
+InferenceGraph pool_after_pointwise_conv(InferenceGraph in);
 
 // Keeps only the nodes the logits and the losses depend on (an inference graph computes the
 // aux head's logits for nothing); endpoints of removed values are dropped.

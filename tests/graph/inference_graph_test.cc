@@ -1,6 +1,7 @@
 // prepare_inference_graph on tiny Inception v3, Inception v4 and ResNet-50 (depth multiplier
 // 0.25, small images) with random weights and non-trivial moving statistics: every batch
-// norm folded, every ReLU fused, the aux head gone, and the logits those of the unfolded
+// norm folded, every ReLU fused, the average pools before a 1x1 convolution moved after it
+// (graph/inference_passes.h), the aux head gone, and the logits those of the unfolded
 // evaluation graph within 1e-5 (relative to the logits' scale), at batch 1 and batch 4, with
 // fixed and with timed convolution implementations. The graphs of both batch sizes share one
 // upload of the values.
@@ -66,10 +67,16 @@ TEST_P(TinyNetworks, FoldedGraphMatchesTheEvaluationGraph) {
     ASSERT_TRUE(inference.ok()) << inference.status().message();
     const Graph& f = inference->graph;
 
-    // Node counts: no batch norm, dropout or ReLU node left, one conv+relu per batch norm
-    // with a ReLU on the logits' path, and the aux head gone.
+    // Node counts: no batch norm or dropout left, one conv+relu per batch norm with a ReLU on
+    // the logits' path except those whose average pool now follows them (each then followed by
+    // a ReLU node: Inception's Branch_3), and the aux head gone.
+    const int moved = inference->stats.pools_after_conv;
     EXPECT_EQ(batch_norms(f), 0);
-    EXPECT_EQ(count_ops(f, "relu") + count_ops(f, "dropout"), 0);
+    EXPECT_EQ(count_ops(f, "dropout"), 0);
+    EXPECT_EQ(count_ops(f, "relu"), moved);
+    if (std::string(net.name) != "resnet50") {
+      EXPECT_GT(moved, 0) << "every Inception block but the reductions has a Branch_3 pool";
+    }
     EXPECT_GT(inference->stats.folded_batch_norm, 0);
     EXPECT_EQ(f.endpoint("AuxLogits"), kNone);
     if (graph.endpoint("AuxLogits") != kNone) {
@@ -84,12 +91,12 @@ TEST_P(TinyNetworks, FoldedGraphMatchesTheEvaluationGraph) {
       ASSERT_TRUE(kept.ok());
       relu_batch_norms = count_ops(kept->graph, "batch_norm+relu");
       plain_batch_norms = count_ops(kept->graph, "batch_norm");
-      EXPECT_EQ(kept->graph.nodes.size(),
+      EXPECT_EQ(kept->graph.nodes.size() + static_cast<size_t>(moved),
                 f.nodes.size() + static_cast<size_t>(relu_batch_norms + plain_batch_norms));
     }
     EXPECT_EQ(inference->stats.folded_batch_norm, relu_batch_norms + plain_batch_norms);
     EXPECT_EQ(inference->stats.fused_conv_relu, relu_batch_norms);
-    EXPECT_EQ(count_ops(f, "conv2d+relu"), relu_batch_norms);
+    EXPECT_EQ(count_ops(f, "conv2d+relu"), relu_batch_norms - moved);
     if (batch == 1) {
       std::printf("%s: %zu nodes -> %zu (%d batch norms folded, %d ReLUs fused, %d dead)\n",
                   net.name, graph.nodes.size(), f.nodes.size(), inference->stats.folded_batch_norm,

@@ -39,10 +39,13 @@ TEST(InferencePasses, FoldsEveryBatchNormAndFusesTheReluAfterIt) {
   EXPECT_EQ(inference->stats.folded_batch_norm, 3);
   EXPECT_EQ(inference->stats.fused_conv_relu, 3);  // two from batch norms, one Relu node
   EXPECT_EQ(count_ops(f, "batch_norm") + count_ops(f, "batch_norm+relu"), 0);
-  EXPECT_EQ(count_ops(f, "relu") + count_ops(f, "dropout"), 0);
-  EXPECT_EQ(count_ops(f, "conv2d+relu"), 3);
-  EXPECT_EQ(count_ops(f, "conv2d"), 1);  // the logits conv, with its own bias
-  EXPECT_EQ(f.nodes.size(), g.nodes.size() - 3 - 1 - 1 - 1);
+  // The branch's 3x3 average pool now follows its 1x1 convolution, whose ReLU follows the pool.
+  EXPECT_EQ(inference->stats.pools_after_conv, 1);
+  EXPECT_EQ(count_ops(f, "dropout"), 0);
+  EXPECT_EQ(count_ops(f, "relu"), 1);
+  EXPECT_EQ(count_ops(f, "conv2d+relu"), 2);
+  EXPECT_EQ(count_ops(f, "conv2d"), 2);  // the logits conv, with its own bias, and the moved one
+  EXPECT_EQ(f.nodes.size(), g.nodes.size() - 3 - 1 - 1 - 1 + 1);
   // Parameters: three folded convs (weights + bias), the logits conv, the aux dense.
   EXPECT_EQ(f.params.size(), 3u * 2 + 2 + 2);
   EXPECT_NE(f.find_param("Net/Conv2d_1a_3x3/folded_weights"), kNone);
