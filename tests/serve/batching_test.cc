@@ -67,6 +67,9 @@ TEST(ServeBatching, ConcurrentRequestsMatchSingleRequestsAndClassify) {
   // 10 s for a batch of all the images, which the concurrent clients fill at once.
   ServerOptions options;
   options.model_dir = dir.sub("model");
+  // float32, as classify: auto would pick bf16 on a CPU that has it, and the comparison is of
+  // batching, not of precisions (serve/precision_test.cc compares those).
+  options.precision = ServePrecision::float32;
   options.max_batch_size = 1;
   RunningServer one_by_one(options);
   options.max_batch_size = kImages;
