@@ -39,6 +39,7 @@
 #include "random_int8_scales.h"
 #include "runtime/precision.h"
 #include "train/model_state.h"
+#include "train/recipe.h"
 #include "train/trainer.h"
 
 namespace {
@@ -160,13 +161,15 @@ int main(int argc, char** argv) {
   // The folded graph takes its number format from graph_options_for below.
   options->compute =
       !folded && a.precision == ic::InferencePrecision::bfloat16 ? ic::DType::bf16 : ic::DType::f32;
-  auto graph = ic::build_model(*options);
-  if (!graph.ok()) return fail(graph.status());
-
   ic::BackendOptions backend_options;
   backend_options.num_threads = a.threads;
   auto backend = ic::make_backend(backend_options);
   if (!backend.ok()) return fail(backend.status());
+  // Training and the unfolded evaluation hold their activations as the trainers would.
+  if (!folded && a.precision == ic::InferencePrecision::bfloat16)
+    options->activations = ic::activations_for(ic::Precision::bfloat16, **backend);
+  auto graph = ic::build_model(*options);
+  if (!graph.ok()) return fail(graph.status());
   const bool training = a.mode == "train";
   auto state = ic::ModelState::create(**backend, *graph, ic::find_optimizer("RMS"), training,
                                       /*moving_average=*/training);

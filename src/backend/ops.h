@@ -2,8 +2,9 @@
 // (oneDNN primitive, cuDNN descriptors and algorithm) when the graph is compiled.
 // All activations are NHWC, float32 or, where a desc's `activations` says so, bfloat16 (an
 // inference graph in bf16 keeps the values between two such ops in bf16: graph/precision_pass.h;
-// ops without the member, batch norm, dropout, dense and the loss, take f32). Gradients are
-// always float32. bf16 activations are forward only. Conv kernels are HWIO.
+// ops without the member, dense and the loss, take f32). Gradients are always float32: a
+// backward that reads a bf16 activation (conv's x, batch norm's x, ReLU's y) widens it.
+// Conv kernels are HWIO.
 //
 // For every op, OpBindings (backend.h) lists pointers in the order given here.
 #pragma once
@@ -93,6 +94,7 @@ struct BatchNormDesc {
   bool fused_relu = false;
   bool training = true;
   DType compute = DType::f32;
+  DType activations = DType::f32;  // x and y (f32 or bf16); statistics and gradients stay f32
 };
 
 // in: x  out: y = max(x, 0)
@@ -134,6 +136,7 @@ struct DropoutDesc {
   Shape input;
   float keep_prob = 0.8f;
   bool training = true;
+  DType activations = DType::f32;  // x and y (f32 or bf16); gradients stay f32
 };
 
 // in: x[N,K]  params: w[K,M] (+ b[M])  out: y[N,M]

@@ -81,8 +81,6 @@ class Bf16Rewriter {
 }  // namespace
 
 Result<Graph> store_activations_in_bf16(const Graph& graph, ActivationPrecisionStats* stats) {
-  if (graph.training)
-    return error("bf16 activations are an inference graph's (training graphs keep f32)");
   for (const Node& node : graph.nodes) {
     if (is_int8_layer(node))
       return error("bf16 activations and int8 layers do not mix (", node.name, " is int8)");

@@ -1,4 +1,4 @@
-// Where an inference graph keeps its activations in bfloat16: every value between two ops, so
+// Where a graph keeps its activations in bfloat16: every value between two ops, so
 // that no kernel converts its input or output on the way (a convolution reads bf16 and writes
 // bf16, a pool or a concat moves half the bytes). The conversions happen once, where a value
 // enters or leaves the bf16 part of the graph:
@@ -19,7 +19,8 @@ struct ActivationPrecisionStats {
   int casts = 0;        // Cast nodes added
 };
 
-// `graph` (an inference graph: training = false, no int8 layers) with its activations in bf16.
+// `graph` (no int8 layers) with its activations in bf16. A training graph's gradients stay f32
+// (the loss reads f32 logits; a cast's backward copies the f32 gradient).
 Result<Graph> store_activations_in_bf16(const Graph& graph,
                                         ActivationPrecisionStats* stats = nullptr);
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "graph/precision_pass.h"
 #include "models/model_spec.h"
 #include "models/slim_layers.h"
 
@@ -28,6 +29,8 @@ Status check_options(const ModelOptions& o) {
   if (!(o.aux_loss_weight >= 0.f) || !std::isfinite(o.aux_loss_weight))
     return error(o.name, ": aux_loss_weight must be >= 0, got ", o.aux_loss_weight);
   if (o.compute == DType::i32) return error(o.name, ": compute type must be f32 or bf16");
+  if (o.activations != DType::f32 && o.activations != DType::bf16)
+    return error(o.name, ": activations must be f32 or bf16");
   return Status();
 }
 
@@ -88,6 +91,7 @@ Result<Graph> build_model(const ModelOptions& options) {
       builder.softmax_cross_entropy(out.aux_logits, labels, options.label_smoothing,
                                     options.aux_loss_weight, "losses/aux_softmax_cross_entropy");
   }
+  if (options.activations == DType::bf16) return store_activations_in_bf16(builder.finish());
   return builder.finish();
 }
 

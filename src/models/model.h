@@ -33,6 +33,10 @@ struct ModelOptions {
   float label_smoothing = 0.1f;
   float aux_loss_weight = 0.4f;
   DType compute = DType::f32;  // convolutions in bf16 when DType::bf16
+  // bf16: every activation between two ops held in bf16 (graph/precision_pass.h), for a backend
+  // whose kernels take them; the trainers set it with --precision=bfloat16 on such a CPU.
+  // Training and evaluation graphs alike; inference programs set it in InferenceGraphOptions.
+  DType activations = DType::f32;
 };
 
 // The names build_model() accepts, in a fixed order.

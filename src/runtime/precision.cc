@@ -17,7 +17,11 @@ Result<InferenceGraphOptions> graph_options_for(const InferenceModel& model,
                                                 InferenceGraphOptions base) {
   const bool bf16 = precision == InferencePrecision::bfloat16;
   base.compute = bf16 ? DType::bf16 : DType::f32;
-  base.activations = bf16 && backend.supports_bf16_activations() ? DType::bf16 : DType::f32;
+  // bf16 activations only where the convolutions compute in bf16: elsewhere they would cost
+  // conversions and change the answers for nothing (bf16 then answers as float32 does).
+  base.activations = bf16 && backend.has_native_bf16() && backend.supports_bf16_activations()
+                         ? DType::bf16
+                         : DType::f32;
   base.int8.reset();
   if (precision == InferencePrecision::int8) {
     if (!model.int8)

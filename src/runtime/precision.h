@@ -1,8 +1,8 @@
 // The number format inference computes in, as classify's and serve's --precision name it.
 //   float32: everything in f32;
-//   bfloat16: convolutions in bf16 where the CPU has bf16 dot products (else float32, and the
-//             backend's description says so), and, on a backend whose kernels take them
-//             (Backend::supports_bf16_activations), every activation held in bf16 between ops;
+//   bfloat16: where the CPU has bf16 dot products, convolutions in bf16 and, on a backend whose
+//             kernels take them (Backend::supports_bf16_activations), every activation held in
+//             bf16 between ops; elsewhere float32 (the backend's description says so);
 //   int8: the layers an int8 export names in int8 (graph/quantize_pass.h), the rest in f32.
 #pragma once
 

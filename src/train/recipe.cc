@@ -43,6 +43,12 @@ Result<ModelOptions> model_options_for(const RunOptions& options, bool training,
   return m;
 }
 
+DType activations_for(Precision precision, const Backend& backend) {
+  const bool bf16 = precision == Precision::bfloat16 && backend.has_native_bf16() &&
+                    backend.supports_bf16_activations();
+  return bf16 ? DType::bf16 : DType::f32;
+}
+
 Result<TrainRecipe> train_recipe_for(const RunOptions& options) {
   IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(options.model));
   TrainRecipe r;

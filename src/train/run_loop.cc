@@ -174,6 +174,7 @@ Status Session::prepare_training() {
   IC_ASSIGN_OR_RETURN(recipe_, train_recipe_for(options_));
   IC_ASSIGN_OR_RETURN(recipe_.micro_batches, micro_batches_for(options_, reducer_.size()));
   IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, true, reducer_.size()));
+  m.activations = activations_for(options_.precision, backend_);
   IC_ASSIGN_OR_RETURN(train_graph_, build_model(m));
   IC_ASSIGN_OR_RETURN(state_, ModelState::create(backend_, train_graph_, recipe_.optimizer, true,
                                                  options_.moving_average));
@@ -293,6 +294,7 @@ void Session::share_leader_state() {
 
 Status Session::prepare_evaluator() {
   IC_ASSIGN_OR_RETURN(ModelOptions m, model_options_for(options_, false, reducer_.size()));
+  m.activations = activations_for(options_.precision, backend_);
   IC_ASSIGN_OR_RETURN(eval_graph_, build_model(m));
   if (!state_) {  // --mode=eval: only the values evaluated with
     IC_ASSIGN_OR_RETURN(

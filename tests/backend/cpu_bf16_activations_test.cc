@@ -43,26 +43,45 @@ class Bf16Run {
   std::vector<Vec> forward(const std::vector<Vec>& inputs, DType in_type,
                            const std::vector<Vec>& params, const std::vector<size_t>& output_sizes,
                            DType out_type) {
-    std::vector<Vec> outputs;
-    if (!kernel_) return outputs;
+    return run(inputs, in_type, params, {}, output_sizes, out_type, {}).outputs;
+  }
+
+  // Forward, then backward when `output_grads` (f32) are given: input and parameter gradients
+  // come back (f32, as the graph keeps them). `state`: batch norm's moving statistics.
+  struct Results {
+    std::vector<Vec> outputs, input_grads, param_grads;
+  };
+  Results run(const std::vector<Vec>& inputs, DType in_type, const std::vector<Vec>& params,
+              const std::vector<Vec>& state, const std::vector<size_t>& output_sizes,
+              DType out_type, const std::vector<Vec>& output_grads, uint64_t seed = 0) {
+    Results results;
+    if (!kernel_) return results;
     OpBindings b;
     for (const Vec& v : inputs) b.inputs.push_back(upload(v, in_type));
     for (const Vec& v : params) b.params.push_back(upload(v, DType::f32));
-    std::vector<void*> out;
-    for (size_t n : output_sizes) {
-      out.push_back(alloc(n * dtype_size(out_type)));
-      b.outputs.push_back(out.back());
+    for (const Vec& v : state) b.state.push_back(upload(v, DType::f32));
+    for (size_t n : output_sizes) b.outputs.push_back(alloc(n * dtype_size(out_type)));
+    for (const Vec& v : output_grads) b.output_grads.push_back(upload(v, DType::f32));
+    if (!output_grads.empty()) {
+      for (const Vec& v : inputs) b.input_grads.push_back(alloc(v.size() * 4));
+      for (const Vec& v : params) b.param_grads.push_back(alloc(v.size() * 4));
     }
     if (kernel_->workspace_bytes()) b.workspace = alloc(kernel_->workspace_bytes());
     if (kernel_->saved_bytes()) b.saved = alloc(kernel_->saved_bytes());
     const Status bound = kernel_->bind(b);
     EXPECT_TRUE(bound.ok()) << bound.message();
-    if (!bound.ok()) return outputs;
-    kernel_->forward(StepContext{});
+    if (!bound.ok()) return results;
+    const StepContext ctx{seed, 0};
+    kernel_->forward(ctx);
+    if (!output_grads.empty()) kernel_->backward(ctx);
     backend_.synchronize();
-    for (size_t k = 0; k < out.size(); ++k)
-      outputs.push_back(download(out[k], output_sizes[k], out_type));
-    return outputs;
+    for (size_t k = 0; k < output_sizes.size(); ++k)
+      results.outputs.push_back(download(b.outputs[k], output_sizes[k], out_type));
+    for (size_t k = 0; k < b.input_grads.size(); ++k)
+      results.input_grads.push_back(download(b.input_grads[k], inputs[k].size(), DType::f32));
+    for (size_t k = 0; k < b.param_grads.size(); ++k)
+      results.param_grads.push_back(download(b.param_grads[k], params[k].size(), DType::f32));
+    return results;
   }
 
  private:
@@ -181,10 +200,114 @@ TEST(CpuBf16Activations, PoolsForwardOnly) {
                     max ? "max_pool" : "avg_pool");
     }
   }
-  Pool2dDesc training;
-  training.input = kShape;
-  training.activations = DType::bf16;
-  EXPECT_FALSE(backend->compile(training).ok()) << "bf16 activations are forward only";
+}
+
+// Training: bf16 forward, f32 gradients; the reference on the bf16-rounded input.
+TEST(CpuBf16Activations, PoolsTrainWithFloat32Gradients) {
+  auto backend = cpu_backend();
+  const Vec x = rounded_to_bf16(random_vec(kShape.numel(), 15));
+  for (PoolKind kind : {PoolKind::max, PoolKind::avg}) {
+    Pool2dDesc d;
+    d.input = kShape;
+    d.kind = kind;
+    d.stride_h = d.stride_w = 2;
+    d.padding = Padding::same;
+    d.training = true;
+    d.activations = DType::bf16;
+    const Vec expected = ref::pool2d_forward(d, x);
+    const Vec dy = random_vec(expected.size(), 16);
+    Bf16Run run(*backend, d);
+    auto r = run.run({x}, DType::bf16, {}, {}, {expected.size()}, DType::bf16, {dy});
+    ASSERT_EQ(r.outputs.size(), 1u);
+    ASSERT_EQ(r.input_grads.size(), 1u);
+    const bool max = kind == PoolKind::max;
+    expect_within(r.outputs[0], expected, max ? 0 : 1e-6, max ? 0 : kBf16Rounding,
+                  max ? "max_pool y" : "avg_pool y");
+    expect_within(r.input_grads[0], ref::pool2d_backward(d, x, dy), 1e-6, 1e-5,
+                  max ? "max_pool dx" : "avg_pool dx");
+  }
+}
+
+// Training batch norm: bf16 x and y, f32 statistics and gradients (backward widens x). The
+// statistics and the gradients are those of the bf16-rounded x to f32 precision; y is rounded
+// once.
+// The second shape is one where oneDNN's bf16 and f32 kernels write different ReLU masks, so
+// the kernel runs its forward in f32 too (batch_norm_kernel.cc).
+TEST(CpuBf16Activations, BatchNormTrainsWithFloat32Gradients) {
+  auto backend = cpu_backend();
+  for (const Shape& shape : {kShape, Shape{8, 7, 7, 24}})
+    for (bool relu : {false, true}) {
+      const Vec x = rounded_to_bf16(random_vec(shape.numel(), 17));
+      const Vec beta = random_vec(size_t(shape.c()), 18);
+      const Vec gamma = random_vec(size_t(shape.c()), 19, 0.5, 1.5);
+      const Vec zeros(size_t(shape.c()), 0.0), ones(size_t(shape.c()), 1.0);
+      BatchNormDesc d;
+      d.input = shape;
+      d.has_gamma = true;
+      d.fused_relu = relu;
+      d.training = true;
+      d.activations = DType::bf16;
+      const ref::BatchNormResult fwd = ref::batch_norm_forward(d, x, beta, gamma, zeros, ones);
+      const Vec dy = random_vec(x.size(), 20);
+      const ref::BatchNormGrads grads = ref::batch_norm_backward(d, x, gamma, fwd, dy);
+      Bf16Run run(*backend, d);
+      auto r =
+          run.run({x}, DType::bf16, {beta, gamma}, {zeros, ones}, {x.size()}, DType::bf16, {dy});
+      ASSERT_EQ(r.outputs.size(), 1u);
+      ASSERT_EQ(r.input_grads.size(), 1u);
+      ASSERT_EQ(r.param_grads.size(), 2u);
+      expect_within(r.outputs[0], fwd.y, 1e-5, kBf16Rounding, relu ? "bn+relu y" : "bn y");
+      expect_within(r.input_grads[0], grads.dx, 1e-4, 1e-3, relu ? "bn+relu dx" : "bn dx");
+      expect_within(r.param_grads[0], grads.dbeta, 1e-4, 1e-4, "dbeta");
+      expect_within(r.param_grads[1], grads.dgamma, 1e-4, 1e-4, "dgamma");
+    }
+}
+
+// Dropout: the same mask as in f32, on bf16 values forward and f32 gradients backward.
+TEST(CpuBf16Activations, DropoutKeepsItsMask) {
+  auto backend = cpu_backend();
+  const Vec x = rounded_to_bf16(random_vec(kShape.numel(), 21));
+  const Vec dy = random_vec(x.size(), 22);
+  DropoutDesc f32;
+  f32.input = kShape;
+  f32.keep_prob = 0.8f;
+  DropoutDesc bf16 = f32;
+  bf16.activations = DType::bf16;
+  Bf16Run want(*backend, f32), got(*backend, bf16);
+  auto w = want.run({x}, DType::f32, {}, {}, {x.size()}, DType::f32, {dy}, 7);
+  auto g = got.run({x}, DType::bf16, {}, {}, {x.size()}, DType::bf16, {dy}, 7);
+  ASSERT_EQ(w.outputs.size(), 1u);
+  ASSERT_EQ(g.outputs.size(), 1u);
+  expect_within(g.outputs[0], w.outputs[0], 0, kBf16Rounding, "dropout y");
+  expect_within(g.input_grads[0], w.input_grads[0], 0, 0, "dropout dx");
+}
+
+// Training convolution: bf16 x and y, f32 gradients. x, w and dy are bf16 values already, so
+// where the CPU computes in bf16 only the sums' f32 rounding differs from the reference.
+TEST(CpuBf16Activations, ConvolutionTrainsWithFloat32Gradients) {
+  auto backend = cpu_backend();
+  Conv2dDesc d;
+  d.input = Shape{2, 7, 6, 5};
+  d.out_channels = 6;
+  d.kernel_h = d.kernel_w = 3;
+  d.has_bias = true;
+  d.compute = DType::bf16;
+  d.activations = DType::bf16;
+  const Vec x = rounded_to_bf16(random_vec(d.input.numel(), 23));
+  const Vec w = rounded_to_bf16(random_vec(size_t(9 * 5 * 6), 24));
+  const Vec bias = random_vec(6, 25);
+  const Vec expected = ref::conv2d_forward(d, x, w, bias);
+  const Vec dy = rounded_to_bf16(random_vec(expected.size(), 26));
+  const ref::ConvGrads grads = ref::conv2d_backward(d, x, w, dy);
+  Bf16Run run(*backend, d);
+  auto r = run.run({x}, DType::bf16, {w, bias}, {}, {expected.size()}, DType::bf16, {dy});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  ASSERT_EQ(r.input_grads.size(), 1u);
+  ASSERT_EQ(r.param_grads.size(), 2u);
+  expect_within(r.outputs[0], expected, 1e-4, kBf16Rounding, "conv y");
+  expect_within(r.input_grads[0], grads.dx, 1e-4, 1e-4, "conv dx");
+  expect_within(r.param_grads[0], grads.dw, 1e-4, 1e-4, "conv dw");
+  expect_within(r.param_grads[1], grads.db, 1e-4, 1e-4, "conv db");
 }
 
 TEST(CpuBf16Activations, ConvolutionReadsAndWritesBf16) {

@@ -115,11 +115,33 @@ INSTANTIATE_TEST_SUITE_P(Models, Bf16Activations,
                                            Net{"resnet50", 64}),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TEST(Bf16ActivationsPass, RefusesTrainingGraphs) {
+// A training graph: its losses read f32 logits (the main and the aux head's), every other value
+// the model writes is bf16, and the labels stay int32.
+TEST(Bf16ActivationsPass, TrainingGraphsKeepTheLossInFloat32) {
   ModelOptions o = tiny("inception_v3", 75);
   o.training = true;
   o.build_losses = true;
-  const Graph graph = build_model(o).value();
+  o.activations = DType::bf16;
+  const Graph g = build_model(o).value();
+  EXPECT_EQ(g.values[static_cast<size_t>(g.labels)].dtype, DType::i32);
+  int losses = 0;
+  for (const Node& node : g.nodes) {
+    if (!std::holds_alternative<SoftmaxCrossEntropyDesc>(node.desc)) continue;
+    ++losses;
+    EXPECT_EQ(g.values[static_cast<size_t>(node.inputs[0])].dtype, DType::f32) << node.name;
+    EXPECT_EQ(g.values[static_cast<size_t>(node.outputs[0])].dtype, DType::f32) << node.name;
+  }
+  EXPECT_EQ(losses, 2);
+}
+
+TEST(Bf16ActivationsPass, RefusesInt8Layers) {
+  Graph graph = build_model(tiny("inception_v3", 75)).value();
+  for (Node& node : graph.nodes) {
+    if (auto* conv = std::get_if<Conv2dDesc>(&node.desc)) {
+      conv->int8 = Int8Conv{1.f, std::vector<float>(static_cast<size_t>(conv->out_channels), 1.f)};
+      break;
+    }
+  }
   EXPECT_FALSE(store_activations_in_bf16(graph).ok());
 }
 

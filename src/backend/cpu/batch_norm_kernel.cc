@@ -4,8 +4,12 @@
 // Inference: the moving statistics normalise x.
 //
 // Saved layout (training): [mean f32[C]] [variance f32[C]] [oneDNN ReLU workspace, if fused].
-// bf16 compute is accepted and runs in f32: x and y live in f32 and a conversion would cost
-// more than it saves in a memory-bound op.
+// bf16 compute is accepted and runs in f32 on f32 activations. With bf16 activations (ops.h)
+// forward reads and writes bf16 (half the bytes of this memory-bound op; the statistics are
+// f32); backward, whose gradients are f32, widens x into its workspace and runs the f32
+// primitive, which reads the ReLU mask the bf16 forward wrote (the same workspace format, checked
+// when the kernel is made; where oneDNN's bf16 and f32 kernels differ there, forward runs in f32
+// on x widened, y rounded after).
 //
 // The primitives run on all OpenMP threads. (They once ran on one: oneDNN 2.6's threaded
 // batch norm synchronises with barriers, which under libgomp's default long spin were 2-10x
@@ -29,7 +33,9 @@ using dnnl::prop_kind;
 class BatchNormKernel final : public OpKernel {
  public:
   BatchNormKernel(const BatchNormDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
-    md_ = nhwc_md(d.input);
+    md_ = nhwc_md(d.input);  // f32: gradients, and x widened for backward
+    x_md_ = nhwc_md(d.input, activation_dt(d.activations));
+    widen_x_ = d.activations != DType::f32;
     const int64_t c = d.input.c();
     stat_md_ = memory::desc({c}, dt::f32, tag::x);
     normalization_flags flags = normalization_flags::use_shift;
@@ -39,19 +45,35 @@ class BatchNormKernel final : public OpKernel {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (d.training) {
       fwd_pd_ = batch_normalization_forward::primitive_desc(
-          batch_normalization_forward::desc(prop_kind::forward_training, md_, d.epsilon, flags),
+          batch_normalization_forward::desc(prop_kind::forward_training, x_md_, d.epsilon, flags),
           attr, ctx.engine);
+      // Backward runs in f32; with bf16 activations its hint is an f32 forward of the same
+      // shape, whose ReLU workspace must be the one the bf16 forward writes.
+      const batch_normalization_forward::primitive_desc hint =
+          widen_x_ ? batch_normalization_forward::primitive_desc(
+                         batch_normalization_forward::desc(prop_kind::forward_training, md_,
+                                                           d.epsilon, flags),
+                         attr, ctx.engine)
+                   : fwd_pd_;
+      // Where they differ (shapes oneDNN's bf16 kernel does not take), forward runs the f32
+      // primitive too, on x widened and with y rounded after: slower, and the same answers.
+      if (d.fused_relu && hint.workspace_desc() != fwd_pd_.workspace_desc()) {
+        fwd_pd_ = hint;
+        forward_in_f32_ = true;
+      }
       bwd_pd_ = batch_normalization_backward::primitive_desc(
           batch_normalization_backward::desc(prop_kind::backward, md_, md_, d.epsilon, flags), attr,
-          ctx.engine, fwd_pd_);
+          ctx.engine, hint);
       bwd_ = batch_normalization_backward(bwd_pd_);
       stat_bytes_ = align64(sizeof(float) * static_cast<size_t>(c));
       if (d.fused_relu) relu_ws_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
       scratch_bytes_ = align64(
           std::max(fwd_pd_.scratchpad_desc().get_size(), bwd_pd_.scratchpad_desc().get_size()));
+      if (widen_x_) wide_x_bytes_ = align64(md_.get_size());
+      if (forward_in_f32_) wide_y_bytes_ = align64(md_.get_size());
     } else {
       fwd_pd_ = batch_normalization_forward::primitive_desc(
-          batch_normalization_forward::desc(prop_kind::forward_inference, md_, d.epsilon,
+          batch_normalization_forward::desc(prop_kind::forward_inference, x_md_, d.epsilon,
                                             flags | normalization_flags::use_global_stats),
           attr, ctx.engine);
       scratch_bytes_ = align64(fwd_pd_.scratchpad_desc().get_size());
@@ -61,14 +83,16 @@ class BatchNormKernel final : public OpKernel {
     unbias_ = static_cast<float>(n > 1 ? n / (n - 1) : 1.0);
   }
 
-  size_t workspace_bytes() const override { return scratch_bytes_; }
+  // [oneDNN scratchpad] [x widened to f32: bf16 activations' backward, and forward_in_f32_]
+  // [y in f32 before rounding: forward_in_f32_ only]
+  size_t workspace_bytes() const override { return scratch_bytes_ + wide_x_bytes_ + wide_y_bytes_; }
   size_t saved_bytes() const override { return 2 * stat_bytes_ + relu_ws_bytes_; }
   BackwardReads backward_reads() const override { return {true, false}; }
 
   Status bind(const OpBindings& b) override {
     IC_RETURN_IF_ERROR(check_bindings("batch_norm", b, 1, 1, d_.has_gamma ? 2 : 1, 2));
-    if (scratch_bytes_ && !b.workspace)
-      return error("batch_norm: needs ", scratch_bytes_, " bytes of workspace, got none");
+    if (workspace_bytes() && !b.workspace)
+      return error("batch_norm: needs ", workspace_bytes(), " bytes of workspace, got none");
     if (saved_bytes() && !b.saved)
       return error("batch_norm: needs ", saved_bytes(), " bytes of saved memory, got none");
     try {
@@ -81,12 +105,16 @@ class BatchNormKernel final : public OpKernel {
   }
 
   void forward(const StepContext&) override {
+    if (forward_in_f32_) run_steps(widen_steps_, ctx_.stream);
     fwd_.execute(ctx_.stream, fwd_args_);
+    if (forward_in_f32_) run_steps(narrow_steps_, ctx_.stream);
     if (d_.training) update_moving_statistics();
   }
 
   void backward(const StepContext&) override {
-    if (has_grads_) bwd_.execute(ctx_.stream, bwd_args_);
+    if (!has_grads_) return;
+    if (widen_x_) run_steps(widen_steps_, ctx_.stream);
+    bwd_.execute(ctx_.stream, bwd_args_);
   }
 
  private:
@@ -94,8 +122,21 @@ class BatchNormKernel final : public OpKernel {
     has_grads_ = false;  // bind may be called again with other pointers
     relu_ws_ = memory();
     const dnnl::engine& eng = ctx_.engine;
-    x_ = wrap(md_, ctx_, b.inputs[0]);
-    y_ = memory(md_, eng, b.outputs[0]);
+    x_ = wrap(x_md_, ctx_, b.inputs[0]);
+    y_ = memory(x_md_, eng, b.outputs[0]);
+    widen_steps_.clear();
+    narrow_steps_.clear();
+    bwd_x_ = fwd_x_ = x_;
+    fwd_y_ = y_;
+    if (widen_x_ && d_.training) {
+      bwd_x_ = memory(md_, eng, static_cast<char*>(b.workspace) + scratch_bytes_);
+      widen_steps_.push_back(reorder_step(x_, bwd_x_));
+    }
+    if (forward_in_f32_) {
+      fwd_x_ = bwd_x_;
+      fwd_y_ = memory(md_, eng, static_cast<char*>(b.workspace) + scratch_bytes_ + wide_x_bytes_);
+      narrow_steps_.push_back(reorder_step(fwd_y_, y_));
+    }
     beta_ = memory(stat_md_, eng, b.params[0]);
     if (d_.has_gamma) gamma_ = memory(stat_md_, eng, b.params[1]);
     scratch_ = memory(fwd_pd_.scratchpad_desc(), eng, b.workspace);
@@ -123,20 +164,21 @@ class BatchNormKernel final : public OpKernel {
     }
     dx_ = memory(md_, eng, dx);
     scratch_bwd_ = memory(bwd_pd_.scratchpad_desc(), eng, b.workspace);
+
     dbeta_ = memory(stat_md_, eng, b.param_grads[0]);
     if (d_.has_gamma) dgamma_ = memory(stat_md_, eng, b.param_grads[1]);
   }
 
   // The argument maps, built once so forward/backward allocate nothing.
   void build_args() {
-    fwd_args_ = {{DNNL_ARG_SRC, x_},      {DNNL_ARG_DST, y_},
+    fwd_args_ = {{DNNL_ARG_SRC, fwd_x_},  {DNNL_ARG_DST, fwd_y_},
                  {DNNL_ARG_MEAN, mean_},  {DNNL_ARG_VARIANCE, var_},
                  {DNNL_ARG_SHIFT, beta_}, {DNNL_ARG_SCRATCHPAD, scratch_}};
     if (d_.has_gamma) fwd_args_[DNNL_ARG_SCALE] = gamma_;
     if (relu_ws_) fwd_args_[DNNL_ARG_WORKSPACE] = relu_ws_;
     bwd_args_.clear();
     if (!has_grads_) return;
-    bwd_args_ = {{DNNL_ARG_SRC, x_},
+    bwd_args_ = {{DNNL_ARG_SRC, bwd_x_},
                  {DNNL_ARG_MEAN, mean_},
                  {DNNL_ARG_VARIANCE, var_},
                  {DNNL_ARG_DIFF_DST, dy_},
@@ -164,7 +206,10 @@ class BatchNormKernel final : public OpKernel {
 
   BatchNormDesc d_;
   DnnlContext& ctx_;
-  memory::desc md_, stat_md_;
+  memory::desc md_, x_md_, stat_md_;  // md_: f32 (gradients); x_md_: the activations' type
+  bool widen_x_ = false;              // bf16 activations: backward widens x first
+  bool forward_in_f32_ = false;       // bf16 activations whose bf16 forward does not fit backward
+  size_t wide_x_bytes_ = 0, wide_y_bytes_ = 0;
   batch_normalization_forward::primitive_desc fwd_pd_;
   batch_normalization_forward fwd_;
   batch_normalization_backward::primitive_desc bwd_pd_;
@@ -172,7 +217,9 @@ class BatchNormKernel final : public OpKernel {
   size_t stat_bytes_ = 0, relu_ws_bytes_ = 0, scratch_bytes_ = 0;
   float unbias_ = 1.f;
 
-  memory x_, y_, beta_, gamma_, mean_, var_, relu_ws_, scratch_, scratch_bwd_;
+  memory x_, y_, beta_, gamma_, mean_, var_, relu_ws_, scratch_, scratch_bwd_, bwd_x_;
+  memory fwd_x_, fwd_y_;  // what the forward primitive reads and writes
+  std::vector<DnnlStep> widen_steps_, narrow_steps_;
   memory dy_, dx_, dbeta_, dgamma_;
   std::unordered_map<int, memory> fwd_args_, bwd_args_;
   float* moving_mean_ = nullptr;
@@ -186,6 +233,8 @@ class BatchNormKernel final : public OpKernel {
 Result<std::unique_ptr<OpKernel>> make_batch_norm(const BatchNormDesc& d, DnnlContext& ctx) {
   if (d.input.rank() != 4 || d.input.numel() == 0)
     return error("batch_norm needs a non-empty NHWC input, got ", d.input.str());
+  if (d.activations != DType::f32 && d.activations != DType::bf16)
+    return error("batch_norm: activations in ", dtype_name(d.activations), " (f32 or bf16 only)");
   return std::unique_ptr<OpKernel>(std::make_unique<BatchNormKernel>(d, ctx));
 }
 

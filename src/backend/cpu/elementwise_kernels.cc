@@ -228,6 +228,8 @@ class CastKernel final : public OpKernel {
   OpBindings b_;
 };
 
+// Forward on the activations' type T, backward on the f32 gradients, with the same mask.
+template <typename T>
 class DropoutKernel final : public OpKernel {
  public:
   explicit DropoutKernel(const DropoutDesc& d)
@@ -242,7 +244,7 @@ class DropoutKernel final : public OpKernel {
     return Status();
   }
   void forward(const StepContext& ctx) override {
-    apply(ctx.seed, static_cast<const float*>(b_.inputs[0]), static_cast<float*>(b_.outputs[0]));
+    apply(ctx.seed, static_cast<const T*>(b_.inputs[0]), static_cast<T*>(b_.outputs[0]));
   }
   void backward(const StepContext& ctx) override {
     if (b_.input_grads.empty() || !b_.input_grads[0]) return;
@@ -253,15 +255,16 @@ class DropoutKernel final : public OpKernel {
  private:
   // out = in * mask / keep_prob (the same mask forward and backward). Divides rather than
   // multiplies by 1/keep_prob so the CUDA kernel's values match bit for bit.
-  void apply(uint64_t seed, const float* in, float* out) const {
+  template <typename E>
+  void apply(uint64_t seed, const E* in, E* out) const {
     if (!training_) {
-      if (in != out) std::memcpy(out, in, sizeof(float) * static_cast<size_t>(count_));
+      if (in != out) std::memcpy(out, in, sizeof(E) * static_cast<size_t>(count_));
       return;
     }
     chunked(count_, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) {
         const bool keep = dropout_keep(seed, static_cast<uint64_t>(i), threshold_);
-        out[i] = keep ? in[i] / keep_prob_ : 0.f;
+        out[i] = narrow<E>(keep ? widen(in[i]) / keep_prob_ : 0.f);
       }
     });
   }
@@ -325,7 +328,7 @@ Result<std::unique_ptr<OpKernel>> make_global_avg_pool(const GlobalAvgPoolDesc& 
 Result<std::unique_ptr<OpKernel>> make_dropout(const DropoutDesc& d) {
   if (!(d.keep_prob > 0.f && d.keep_prob <= 1.f))
     return error("dropout keep_prob must be in (0, 1], got ", d.keep_prob);
-  return std::unique_ptr<OpKernel>(std::make_unique<DropoutKernel>(d));
+  return make_for_activations<DropoutKernel>("dropout", d.activations, d);
 }
 Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d) {
   if (d.input.numel() != d.output.numel())

@@ -1,8 +1,10 @@
 // Max and average pooling on oneDNN, NHWC, with TensorFlow's asymmetric SAME padding.
 // Average pooling divides by the number of real (unpadded) inputs in each window, as TF.
 // Training max pooling saves oneDNN's argmax workspace for backward; a forward-only kernel
-// (training = false) runs oneDNN's forward_inference and prepares no backward; it may read and
-// write bf16 activations (ops.h).
+// (training = false) runs oneDNN's forward_inference and prepares no backward. With bf16
+// activations (ops.h) forward reads and writes bf16; backward runs on the f32 gradients with an
+// f32 primitive whose hint is an f32 forward of the same shape (max pooling's argmax workspace
+// is the same for both, checked when the kernel is made).
 #include <unordered_map>
 
 #include "backend/cpu/cpu_common.h"
@@ -37,9 +39,19 @@ class PoolKernel final : public OpKernel {
     saved_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
     scratch_bytes_ = align64(fwd_pd_.scratchpad_desc().get_size());
     if (!d.training) return;  // forward only: no argmax workspace, no backward
+    dx_md_ = nhwc_md(d.input);
+    dy_md_ = nhwc_md(d.output());
+    const pooling_forward::primitive_desc hint =
+        d.activations == DType::f32
+            ? fwd_pd_
+            : pooling_forward::primitive_desc(
+                  pooling_forward::desc(prop, alg, dx_md_, dy_md_, strides, kernel, pad_l, pad_r),
+                  attr, ctx.engine);
+    if (hint.workspace_desc() != fwd_pd_.workspace_desc())
+      throw dnnl::error(dnnl_unimplemented, "bf16 and f32 pooling workspaces differ");
     bwd_pd_ = pooling_backward::primitive_desc(
-        pooling_backward::desc(alg, x_md_, y_md_, strides, kernel, pad_l, pad_r), attr, ctx.engine,
-        fwd_pd_);
+        pooling_backward::desc(alg, dx_md_, dy_md_, strides, kernel, pad_l, pad_r), attr,
+        ctx.engine, hint);
     bwd_ = pooling_backward(bwd_pd_);
     scratch_bytes_ = align64(
         std::max(fwd_pd_.scratchpad_desc().get_size(), bwd_pd_.scratchpad_desc().get_size()));
@@ -65,8 +77,8 @@ class PoolKernel final : public OpKernel {
       if (bwd_pd_) scratch_bwd_ = memory(bwd_pd_.scratchpad_desc(), eng, b.workspace);
       if (bwd_pd_ && !b.output_grads.empty() && b.output_grads[0] && !b.input_grads.empty() &&
           b.input_grads[0]) {
-        dy_ = wrap(y_md_, ctx_, b.output_grads[0]);
-        dx_ = memory(x_md_, eng, b.input_grads[0]);
+        dy_ = wrap(dy_md_, ctx_, b.output_grads[0]);
+        dx_ = memory(dx_md_, eng, b.input_grads[0]);
         has_grads_ = true;
       }
       // The argument maps, built once so forward/backward allocate nothing.
@@ -87,7 +99,8 @@ class PoolKernel final : public OpKernel {
 
  private:
   DnnlContext& ctx_;
-  memory::desc x_md_, y_md_;
+  memory::desc x_md_, y_md_;    // the activations' type
+  memory::desc dx_md_, dy_md_;  // the gradients' (f32)
   pooling_forward::primitive_desc fwd_pd_;
   pooling_forward fwd_;
   pooling_backward::primitive_desc bwd_pd_;
@@ -108,9 +121,8 @@ Result<std::unique_ptr<OpKernel>> make_pool2d(const Pool2dDesc& d, DnnlContext& 
   const Shape out = d.output();
   if (out.h() <= 0 || out.w() <= 0)
     return error("pool2d: input ", d.input.str(), " is smaller than the window");
-  if (d.activations != DType::f32 && (d.training || d.activations != DType::bf16))
-    return error("pool2d: activations in ", dtype_name(d.activations),
-                 d.training ? " are forward only (training pools f32)" : " (f32 or bf16 only)");
+  if (d.activations != DType::f32 && d.activations != DType::bf16)
+    return error("pool2d: activations in ", dtype_name(d.activations), " (f32 or bf16 only)");
   return std::unique_ptr<OpKernel>(std::make_unique<PoolKernel>(d, ctx));
 }
 
