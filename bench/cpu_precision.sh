@@ -51,7 +51,8 @@ echo "threads=$threads size=${size}x$size steps=$steps warmup=$warmup repeats=$r
 bench=$build/bin/inception_bench
 
 declare -A runs     # "who precision mode batch" -> images/sec of each repeat, space separated
-declare -a missing  # "who: why" lines
+declare -A chosen   # the same key -> the precision a peer chose itself (OpenVINO's default)
+missing=()          # "who: why" lines
 miss() {
   missing+=("$1")
   echo "MISSING $1"
@@ -75,6 +76,7 @@ measure() {
     }
     echo "$key: $out"
     runs[$key]+="$rate "
+    chosen[$key]=$(sed -nE 's/.*precision=default\(([a-z0-9]+)\).*/\1/p' <<<"$out" | tail -n 1)
   done
 }
 
@@ -173,17 +175,31 @@ mapfile -t keys < <(printf '%s\n' "${!runs[@]}" | sort -k3,3 -k4,4n -k2,2 -k1,1)
 for key in "${keys[@]}"; do
   read -r who precision mode batch <<<"$key"
   read -r lo mid hi <<<"$(spread "${runs[$key]}")"
-  # OpenVINO's default precision is its choice for this CPU: compared with our float32.
-  ours_precision=$([[ $precision == default ]] && echo float32 || echo "$precision")
+  # OpenVINO's default precision is its choice for this CPU (bf16 where the CPU has bf16 dot
+  # products, else f32): compared with ours in the same precision.
+  ours_precision=$precision
+  if [[ $precision == default ]]; then
+    ours_precision=$([[ ${chosen[$key]:-} == bf16 ]] && echo bfloat16 || echo float32)
+  fi
   ratio=""
   ours_key="ours $ours_precision $mode $batch"
   if [[ $who != ours && -n ${runs[$ours_key]:-} ]]; then
     read -r _ ours_mid _ <<<"$(spread "${runs[$ours_key]}")"
     ratio=$(awk -v o="$ours_mid" -v p="$mid" 'BEGIN { printf "%.2fx", o / p }')
-    [[ $precision == default ]] && ratio+=" (vs ours float32)"
+    [[ $precision == default ]] && ratio+=" (vs ours $ours_precision: it chose ${chosen[$key]:-?})"
   fi
   printf '%-12s %-9s %-6s %5s %10.2f %10.2f %10.2f   %s\n' "$who" "$precision" "$mode" "$batch" \
     "$lo" "$mid" "$hi" "$ratio"
+done
+# A target compares across precisions: our int8 against OpenVINO's own choice (bf16 on a CPU with
+# bf16 dot products).
+for batch in "${infer_batches[@]}"; do
+  [[ -n ${runs["ours int8 infer $batch"]:-} && -n ${runs["openvino default infer $batch"]:-} ]] ||
+    continue
+  read -r _ ours_mid _ <<<"$(spread "${runs["ours int8 infer $batch"]}")"
+  read -r _ peer_mid _ <<<"$(spread "${runs["openvino default infer $batch"]}")"
+  echo "ours int8 / openvino default (${chosen["openvino default infer $batch"]:-?}) at batch $batch:" \
+    "$(awk -v o="$ours_mid" -v p="$peer_mid" 'BEGIN { printf "%.2fx", o / p }')"
 done
 echo "ours int8: scales from one forward over random images (inception_bench): speed only."
 echo "bfloat16 on a CPU without bf16 dot products (no avx512_bf16 / amx_bf16 above) computes in f32."
