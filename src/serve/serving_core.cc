@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "core/openmp_env.h"
 #include "io/file_system.h"
 #include "serve/model_config.h"
 #include "serve/warmup_replay.h"
@@ -109,22 +110,24 @@ Status ServingCore::run(const std::shared_ptr<BatchJob>& job, Clock::time_point 
 Result<std::shared_ptr<ServedModel>> ServingCore::load(const std::string& name,
                                                        const std::string& base_path,
                                                        const std::string& path) {
-  Result<std::unique_ptr<ServedModel>> loaded = ServedModel::load(
-      options_.backend, base_path, path, options_.max_batch_size, options_.precision);
-  if (loaded.ok()) {
+  // Compiled and warmed up on a thread that ends afterwards, so that only the batcher's thread
+  // keeps an OpenMP team (core/openmp_env.h: a second one made every forward wait).
+  Result<std::unique_ptr<ServedModel>> loaded = on_a_thread_of_its_own([&] {
+    Result<std::unique_ptr<ServedModel>> model = ServedModel::load(
+        options_.backend, base_path, path, options_.max_batch_size, options_.precision);
+    if (!model.ok()) return model;
     // A version with warm-up requests replays them before it serves; a bad one never serves.
-    Result<std::optional<WarmupReplay>> warmed =
-        replay_warmup(**loaded, instance_options(**loaded));
-    if (!warmed.ok()) {
-      loaded = warmed.status();
-    } else if (*warmed) {
+    Result<std::optional<WarmupReplay>> warmed = replay_warmup(**model, instance_options(**model));
+    if (!warmed.ok()) return Result<std::unique_ptr<ServedModel>>(warmed.status());
+    if (*warmed) {
       std::ostringstream line;
       line.precision(3);
       line << "warm-up: replayed " << (*warmed)->requests << " requests from " << (*warmed)->file
            << " in " << std::fixed << (*warmed)->milliseconds << " ms";
       log(line.str());
     }
-  }
+    return model;
+  });
   if (!loaded.ok()) {
     metrics_->record_load(false, 0);
     return loaded.status();
