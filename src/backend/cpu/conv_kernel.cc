@@ -247,19 +247,9 @@ class ConvKernel final : public OpKernel {
     char* w_region = y_region + y_int_bytes_;
     char* dw_region = w_region + w_bytes_;
 
-    // The memory a primitive reads or writes: the arena's own, or an internal copy in
-    // `region` with a reorder added to `steps` (into the copy, or back out of it).
-    auto internal = [&](const memory& arena, const memory::desc& want, char* region,
-                        std::vector<DnnlStep>& steps, bool into_internal) {
-      if (want == arena.get_desc()) return arena;
-      memory m(want, eng, region);
-      steps.push_back(into_internal ? reorder_step(arena, m) : reorder_step(m, arena));
-      return m;
-    };
-
     const memory x_arena = wrap(x_md_, ctx_, b.inputs[0]);
     const memory w_hwio(w_hwio_md_, eng, b.params[0]);
-    const memory x = internal(x_arena, fwd_pd_.src_desc(), x_region, forward_steps_, true);
+    const memory x = through_copy(x_arena, fwd_pd_.src_desc(), x_region, forward_steps_, true);
     memory w_fwd = w_hwio;
     if (keeps_weights()) {
       // Converted at the first forward, when the values are there.
@@ -272,7 +262,7 @@ class ConvKernel final : public OpKernel {
     }
     const memory y_arena(y_md_, eng, b.outputs[0]);
     std::vector<DnnlStep> y_out;
-    const memory y = internal(y_arena, fwd_pd_.dst_desc(), y_region, y_out, false);
+    const memory y = through_copy(y_arena, fwd_pd_.dst_desc(), y_region, y_out, false);
     DnnlStep conv{fwd_,
                   {{DNNL_ARG_SRC, x},
                    {DNNL_ARG_WEIGHTS, w_fwd},
@@ -287,13 +277,13 @@ class ConvKernel final : public OpKernel {
       throw dnnl::error(dnnl_invalid_arguments, "one gradient per parameter expected");
     const memory dy_arena = wrap(dy_md_, ctx_, b.output_grads[0]);
     const memory dy =
-        internal(dy_arena, bwd_weights_pd_.diff_dst_desc(), y_region, backward_steps_, true);
+        through_copy(dy_arena, bwd_weights_pd_.diff_dst_desc(), y_region, backward_steps_, true);
     // x's internal copy may have been overwritten by other ops since forward: redo it.
-    internal(x_arena, fwd_pd_.src_desc(), x_region, backward_steps_, true);
+    through_copy(x_arena, fwd_pd_.src_desc(), x_region, backward_steps_, true);
     const memory dw_hwio(w_hwio_md_, eng, b.param_grads[0]);
     std::vector<DnnlStep> dw_out;
     const memory dw =
-        internal(dw_hwio, bwd_weights_pd_.diff_weights_desc(), dw_region, dw_out, false);
+        through_copy(dw_hwio, bwd_weights_pd_.diff_weights_desc(), dw_region, dw_out, false);
     DnnlStep grad_w{bwd_weights_,
                     {{DNNL_ARG_SRC, x},
                      {DNNL_ARG_DIFF_DST, dy},
@@ -310,7 +300,7 @@ class ConvKernel final : public OpKernel {
     backward_steps_.push_back(reorder_step(w_hwio, w_bwd));
     const memory dx_arena(dx_md_, eng, b.input_grads[0]);
     std::vector<DnnlStep> dx_out;
-    const memory dx = internal(dx_arena, bwd_data_pd_.diff_src_desc(), x_region, dx_out, false);
+    const memory dx = through_copy(dx_arena, bwd_data_pd_.diff_src_desc(), x_region, dx_out, false);
     backward_steps_.push_back(
         {bwd_data_,
          {{DNNL_ARG_DIFF_DST, dy},

@@ -122,6 +122,18 @@ inline DnnlStep reorder_step(const dnnl::memory& from, const dnnl::memory& to) {
   return {dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}};
 }
 
+// The memory a primitive reads (`into_copy`) or writes in the layout and type `want`: `arena`
+// itself when it has them, else a copy in `region` (want.get_size() bytes), with the reorder
+// that fills the copy (before the primitive) or empties it into the arena (after) appended to
+// `steps`.
+inline dnnl::memory through_copy(const dnnl::memory& arena, const dnnl::memory::desc& want,
+                                 void* region, std::vector<DnnlStep>& steps, bool into_copy) {
+  if (want == arena.get_desc()) return arena;
+  dnnl::memory copy(want, arena.get_engine(), region);
+  steps.push_back(into_copy ? reorder_step(arena, copy) : reorder_step(copy, arena));
+  return copy;
+}
+
 // Runs `body(i)` for i in [0, count), split over OpenMP threads when the work is large.
 template <typename Body>
 void parallel_for(int64_t count, int64_t min_per_thread, Body body) {

@@ -3,9 +3,10 @@
 // Training max pooling saves oneDNN's argmax workspace for backward; a forward-only kernel
 // (training = false) runs oneDNN's forward_inference and prepares no backward. With bf16
 // activations (ops.h) forward reads and writes bf16; backward runs on the f32 gradients with an
-// f32 primitive whose hint is an f32 forward of the same shape (max pooling's argmax workspace
-// is the same for both, checked when the kernel is made).
+// f32 primitive whose hint is an f32 forward of the same shape, reading the argmax workspace the
+// bf16 forward wrote (where oneDNN's bf16 and f32 workspaces differ, forward runs in f32 too).
 #include <unordered_map>
+#include <vector>
 
 #include "backend/cpu/cpu_common.h"
 
@@ -47,8 +48,15 @@ class PoolKernel final : public OpKernel {
             : pooling_forward::primitive_desc(
                   pooling_forward::desc(prop, alg, dx_md_, dy_md_, strides, kernel, pad_l, pad_r),
                   attr, ctx.engine);
-    if (hint.workspace_desc() != fwd_pd_.workspace_desc())
-      throw dnnl::error(dnnl_unimplemented, "bf16 and f32 pooling workspaces differ");
+    // Where they differ, forward runs the f32 primitive too, on copies of x and y in the
+    // workspace (through_copy): slower, the same answers, and the argmax backward expects.
+    if (hint.workspace_desc() != fwd_pd_.workspace_desc()) {
+      fwd_pd_ = hint;
+      fwd_ = pooling_forward(fwd_pd_);
+      saved_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
+    }
+    if (fwd_pd_.src_desc() != x_md_) x_copy_bytes_ = align64(fwd_pd_.src_desc().get_size());
+    if (fwd_pd_.dst_desc() != y_md_) y_copy_bytes_ = align64(fwd_pd_.dst_desc().get_size());
     bwd_pd_ = pooling_backward::primitive_desc(
         pooling_backward::desc(alg, dx_md_, dy_md_, strides, kernel, pad_l, pad_r), attr,
         ctx.engine, hint);
@@ -58,20 +66,25 @@ class PoolKernel final : public OpKernel {
   }
 
   size_t saved_bytes() const override { return saved_bytes_; }
-  size_t workspace_bytes() const override { return scratch_bytes_; }
+  // [oneDNN scratchpad] [x and y copies in the forward primitive's type, when it is not theirs]
+  size_t workspace_bytes() const override { return scratch_bytes_ + x_copy_bytes_ + y_copy_bytes_; }
   BackwardReads backward_reads() const override { return {false, false}; }
 
   Status bind(const OpBindings& b) override {
     IC_RETURN_IF_ERROR(check_bindings("pool2d", b, 1, 1, 0, 0));
     if (saved_bytes_ && !b.saved)
       return error("pool2d: needs ", saved_bytes_, " bytes of saved memory, got none");
-    if (scratch_bytes_ && !b.workspace)
-      return error("pool2d: needs ", scratch_bytes_, " bytes of workspace, got none");
+    if (workspace_bytes() && !b.workspace)
+      return error("pool2d: needs ", workspace_bytes(), " bytes of workspace, got none");
     has_grads_ = false;  // bind may be called again with other pointers
     try {
       const dnnl::engine& eng = ctx_.engine;
-      x_ = wrap(x_md_, ctx_, b.inputs[0]);
-      y_ = memory(y_md_, eng, b.outputs[0]);
+      auto* copies = static_cast<char*>(b.workspace) + scratch_bytes_;
+      before_.clear();
+      after_.clear();
+      x_ = through_copy(wrap(x_md_, ctx_, b.inputs[0]), fwd_pd_.src_desc(), copies, before_, true);
+      y_ = through_copy(memory(y_md_, eng, b.outputs[0]), fwd_pd_.dst_desc(),
+                        copies + x_copy_bytes_, after_, false);
       if (saved_bytes_) ws_ = memory(fwd_pd_.workspace_desc(), eng, b.saved);
       scratch_fwd_ = memory(fwd_pd_.scratchpad_desc(), eng, b.workspace);
       if (bwd_pd_) scratch_bwd_ = memory(bwd_pd_.scratchpad_desc(), eng, b.workspace);
@@ -92,7 +105,11 @@ class PoolKernel final : public OpKernel {
     return Status();
   }
 
-  void forward(const StepContext&) override { fwd_.execute(ctx_.stream, fwd_args_); }
+  void forward(const StepContext&) override {
+    run_steps(before_, ctx_.stream);
+    fwd_.execute(ctx_.stream, fwd_args_);
+    run_steps(after_, ctx_.stream);
+  }
   void backward(const StepContext&) override {
     if (has_grads_) bwd_.execute(ctx_.stream, bwd_args_);
   }
@@ -105,7 +122,8 @@ class PoolKernel final : public OpKernel {
   pooling_forward fwd_;
   pooling_backward::primitive_desc bwd_pd_;
   pooling_backward bwd_;
-  size_t saved_bytes_ = 0, scratch_bytes_ = 0;
+  size_t saved_bytes_ = 0, scratch_bytes_ = 0, x_copy_bytes_ = 0, y_copy_bytes_ = 0;
+  std::vector<DnnlStep> before_, after_;  // into and out of the copies, where there are any
   memory x_, y_, ws_, dy_, dx_, scratch_fwd_, scratch_bwd_;
   std::unordered_map<int, memory> fwd_args_, bwd_args_;
   bool has_grads_ = false;
