@@ -8,7 +8,8 @@
 # mpirun; 1: one process on every core), TRAIN_STEPS (10000), STEPS_PER_EVAL (2500),
 # EXTRA_FLAGS (appended to the trainer's flags), CLASSIFY_FLAGS (appended to classify's, e.g.
 # --device=cuda:0), BIN (the programs; build/bin), FMNIST_IDX (the IDX files; Debian's folder),
-# INT8 (1: also export the final checkpoint as int8 and classify the test images with it).
+# INT8 (1: also export the final checkpoint as int8 and classify the test images with it),
+# DATA_ONLY (1: only make the TFRecords, in <work_dir>/tfrecord, and stop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-build/bin}
@@ -21,6 +22,7 @@ mkdir -p "$work"
 [[ -f $data/validation-00003-of-00004 ]] ||
   $bin/imagenet_to_tfrecord --raw_data_dir="$raw" --local_scratch_dir="$data" \
     --train_shards=16 --validation_shards=4
+[[ ${DATA_ONLY:-0} != 1 ]] || exit 0
 
 # Small convolutions do not scale over two threads: two single-threaded replicas, each taking 64
 # of the 128 images of a step, train about 30% faster than one process on two threads. (With 32

@@ -15,6 +15,7 @@
 #include "core/main_guard.h"
 #include "core/stop_signal.h"
 #include "io/file_system.h"
+#include "train/sweep_halving.h"
 
 namespace {
 
@@ -48,13 +49,15 @@ const ic::FlagTable<SweepFlags>& sweep_flags() {
 void print_table(const ic::SweepConfig& config, const std::vector<ic::LeaderboardRow>& rows) {
   std::cout << "sweep: leaderboard by " << ic::choice_name(config.metric) << "\n";
   std::cout << std::left << std::setw(5) << "rank" << std::setw(12) << "best" << std::setw(8)
-            << "step" << std::setw(10) << "wall s" << std::setw(10) << "img/s"
+            << "step" << std::setw(9) << "trained" << std::setw(10) << "wall s" << std::setw(10)
+            << "img/s"
             << "variant\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const ic::LeaderboardRow& r = rows[i];
     std::cout << std::left << std::setw(5) << i + 1 << std::setw(12) << r.best.value << std::setw(8)
-              << r.best.global_step << std::setw(10) << std::setprecision(4) << r.wall_seconds
-              << std::setw(10) << r.examples_per_sec << r.variant << "\n"
+              << r.best.global_step << std::setw(9) << r.train_steps << std::setw(10)
+              << std::setprecision(4) << r.wall_seconds << std::setw(10) << r.examples_per_sec
+              << r.variant << "\n"
               << std::setprecision(6);
   }
   std::cout << std::flush;
@@ -93,9 +96,16 @@ int sweep_main(int argc, char** argv) {
   options.cores = flags.cores;
   options.variant_index = flags.variant_index;
   install_stop_signal_handlers("sweep", 3600);
-  std::cout << "sweep: " << config->variants.size() << " variants of " << config->trainer << ", "
-            << config->train_steps << " steps each, ranked by " << choice_name(config->metric)
-            << std::endl;
+  std::cout << "sweep: " << config->variants.size() << " variants of " << config->trainer << ", ";
+  if (config->schedule == SweepSchedule::halving) {
+    std::cout << "successive halving (eta " << config->eta << ") at steps";
+    for (int64_t s : halving_rungs(config->variants.size(), config->eta, config->train_steps,
+                                   config->first_rung_steps))
+      std::cout << " " << s;
+  } else {
+    std::cout << config->train_steps << " steps each";
+  }
+  std::cout << ", ranked by " << choice_name(config->metric) << std::endl;
   const Status ran = run_sweep(*config, options, std::cout);
   if (!ran.ok()) std::cerr << "sweep: " << ran.message() << std::endl;
   Result<std::vector<LeaderboardRow>> rows = read_leaderboard(*config, flags.sweep_dir);

@@ -1,5 +1,8 @@
 #include "train/flag_table.h"
 
+#include <charconv>
+#include <cstdlib>
+
 #include "models/model_spec.h"
 
 namespace ic {
@@ -135,6 +138,9 @@ std::vector<Flag> make_trainer_flags() {
              "(the reference's fixed area_range starts at 0.05)"),
       number("weight_decay", &O::weight_decay, at_least(0),
              "L2 factor on every kernel (the reference's WEIGHT_DECAY; resnet50: 1e-4)"),
+      number("label_smoothing", &O::label_smoothing, from_to(0, 1),
+             "Label smoothing of the training and evaluation losses (the reference's 0.1; "
+             "resnet50: 0)"),
       number("max_image_pixels", &O::max_image_pixels, at_least(1),
              "Images whose header claims more pixels are refused before decoding (a bad "
              "input in training)"),
@@ -159,6 +165,11 @@ std::vector<Flag> make_trainer_flags() {
       number("exports_to_keep", &O::exports_to_keep, at_least(0),
              "--export_best keeps this many of its newest exports under --export_dir and "
              "deletes older ones (0: keeps all)"),
+      number("stop_at_step", &O::stop_at_step, at_least(0),
+             "Stop training at this global step (saving a checkpoint and, in train_and_eval, "
+             "evaluating) while --train_steps still sets the learning-rate schedule, so a run "
+             "continued later to a higher step is the same as one never stopped; 0: train to "
+             "--train_steps"),
   };
 }
 
@@ -170,6 +181,18 @@ const FlagTable<RunOptions>& trainer_flag_table() {
 }
 
 const std::vector<Flag>& trainer_flags() { return trainer_flag_table().flags(); }
+
+namespace {
+
+// A float default as the decimal it was written as (0.1f is 0.1, not 0.10000000149011612), so
+// --help shows it so and the run's flags say it so.
+double float_as_written(float v) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, v).ptr;
+  return std::strtod(std::string(text, end).c_str(), nullptr);
+}
+
+}  // namespace
 
 Result<RunOptions> default_run_options(const std::string& model) {
   IC_ASSIGN_OR_RETURN(const ModelSpec* spec, find_model_spec(model));
@@ -188,6 +211,7 @@ Result<RunOptions> default_run_options(const std::string& model) {
   o.cold_epochs = r.cold_epochs;
   o.warmup_epochs = r.warmup_epochs;
   o.weight_decay = r.weight_decay;
+  o.label_smoothing = float_as_written(spec->network.label_smoothing);
   o.moving_average = r.moving_average;
   o.num_classes = static_cast<int32_t>(spec->network.num_classes);
   o.width = static_cast<int32_t>(spec->network.width);

@@ -35,6 +35,7 @@ Result<ModelOptions> model_options_for(const RunOptions& options, bool training,
   m.width = options.width;
   m.num_classes = options.num_classes;
   m.depth_multiplier = static_cast<float>(options.depth_multiplier);
+  m.label_smoothing = static_cast<float>(options.label_smoothing);
   m.training = training;
   // The contrib model always builds AuxLogits, so the eval loss has the aux term too.
   m.aux_logits = true;

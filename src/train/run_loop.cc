@@ -56,6 +56,11 @@ std::string duration_text(double seconds) {
 
 // "progress: 1200 of 213000 steps (0.6%), about 3 h 05 min of training left" at the rate of
 // the loop just ended.
+// Where this run stops training: --train_steps, or --stop_at_step before it.
+int64_t last_step_of_this_run(const RunOptions& o) {
+  return o.stop_at_step > 0 ? std::min<int64_t>(o.train_steps, o.stop_at_step) : o.train_steps;
+}
+
 std::string progress_line(int64_t step, int64_t train_steps, double steps_per_sec) {
   std::ostringstream out;
   const double percent = train_steps > 0 ? 100.0 * static_cast<double>(step) / train_steps : 100;
@@ -482,11 +487,12 @@ Result<std::string> Session::evaluate_and_report() {
 
 Status Session::run_train() {
   IC_RETURN_IF_ERROR(prepare_training());
-  if (state_->global_step >= options_.train_steps) {
+  const int64_t last = last_step_of_this_run(options_);
+  if (state_->global_step >= last) {
     log_ << "Skipping training since max_steps has already saved." << std::endl;
     return Status();
   }
-  IC_RETURN_IF_ERROR(train_until(options_.train_steps));
+  IC_RETURN_IF_ERROR(train_until(last));
   if (!stopped_) log_ << "Loss for final step: " << trainer_->loss() << "." << std::endl;
   const std::string input_note = input_summary(*train_source_);
   if (!input_note.empty()) log_ << input_note << std::endl;
@@ -496,12 +502,13 @@ Status Session::run_train() {
 Status Session::run_train_and_eval() {
   IC_RETURN_IF_ERROR(prepare_training());
   const int64_t per_eval = options_.train_steps_per_eval;
-  if (state_->global_step >= options_.train_steps) {
+  const int64_t last = last_step_of_this_run(options_);
+  if (state_->global_step >= last) {
     log_ << "Skipping training since max_steps has already saved." << std::endl;
   }
-  while (state_->global_step < options_.train_steps && !stopped_) {
+  while (state_->global_step < last && !stopped_) {
     const int64_t cycle = state_->global_step / per_eval;
-    const int64_t target = std::min<int64_t>(options_.train_steps, (cycle + 1) * per_eval);
+    const int64_t target = std::min<int64_t>(last, (cycle + 1) * per_eval);
     log_ << "Starting training cycle " << cycle << "." << std::endl;
     IC_RETURN_IF_ERROR(train_until(target));
     if (stopped_) break;

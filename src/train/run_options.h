@@ -29,6 +29,11 @@ struct RunOptions {
   int32_t eval_batch_size = 1024;   // global
   int32_t train_steps = 213000;
   int32_t train_steps_per_eval = 2000;
+  // > 0: training stops at this step (with a checkpoint and, in train_and_eval, an
+  // evaluation) while train_steps still sets the schedule, so that a run continued later with
+  // a higher value (or none) is the same run as one uninterrupted: a successive-halving sweep
+  // trains its variants in stages this way. 0: train to train_steps.
+  int32_t stop_at_step = 0;
   Mode mode = Mode::train_and_eval;
   int32_t min_eval_interval = 180;
   int32_t eval_timeout = -1;  // seconds; < 0: wait forever (the reference's None)
@@ -90,6 +95,8 @@ struct RunOptions {
   // The L2 factor on kernels: loss += weight_decay * sum(w^2) / 2 (4e-5 for Inception,
   // 1e-4 for ResNet-50, as the reference hard-codes them).
   double weight_decay = 4e-5;
+  // The losses' label smoothing: 0.1 for Inception, 0 for ResNet-50, as the reference's.
+  double label_smoothing = 0.1;
   // Bad input (docs/data.md, "Errors and bad input"). An image whose header claims more pixels
   // than this is refused before it is decoded (counted as a bad input in training).
   int64_t max_image_pixels = 100000000;

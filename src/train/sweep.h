@@ -3,8 +3,11 @@
 // K at a time with the cores split between them; each run exports its best checkpoint as it
 // goes (--export_best), so its best score is in its export directory. A finished variant is
 // marked by <variant>/result.json and never run again; an unfinished one resumes from its
-// checkpoints when the sweep is run again. At the end: <sweep_dir>/leaderboard.csv, the same
-// table on the log, and the winner's best export copied to <sweep_dir>/serving/<N>/ for serve.
+// checkpoints when the sweep is run again. With "schedule": "halving" (successive halving,
+// train/sweep_halving.h) the variants train in rungs and only the best 1/eta of each rung
+// continue, from their checkpoints; a dropped variant is finished where it was dropped. At the end:
+// <sweep_dir>/leaderboard.csv, the same table on the log, and the winner's best export copied to
+// <sweep_dir>/serving/<N>/ for serve.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +35,7 @@ struct LeaderboardRow {
   std::string variant, flags;  // flags: "--learning_rate=0.1 --depth_multiplier=0.5"
   BestExportRecord best;
   std::string best_export;  // its directory
+  int64_t train_steps = 0;  // how far it trained (successive halving drops variants early)
   double wall_seconds = 0, examples_per_sec = 0;
 };
 
@@ -41,11 +45,12 @@ struct LeaderboardRow {
 // the sweep's Status is an error at the end.
 Status run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& log);
 
-// The finished variants, best first (ties: by name).
+// The finished variants, best first: those trained furthest, then by the metric (ties: by name).
 Result<std::vector<LeaderboardRow>> read_leaderboard(const SweepConfig& config,
                                                      const std::string& sweep_dir);
 
-// leaderboard.csv's text: rank,variant,flags,metric,best,step,wall_seconds,examples_per_sec
+// leaderboard.csv's text:
+// rank,variant,flags,metric,best,step,train_steps,wall_seconds,examples_per_sec
 // (best exactly: the shortest decimal that reads back as the same double).
 std::string leaderboard_csv(const SweepConfig& config, const std::vector<LeaderboardRow>& rows);
 

@@ -9,9 +9,9 @@ namespace {
 
 // Flags every variant's run gets from the sweep itself.
 const std::set<std::string>& flags_the_sweep_sets() {
-  static const std::set<std::string> names = {"mode",           "model_dir",   "export_dir",
-                                              "export_best",    "train_steps", "export_best_mode",
-                                              "exports_to_keep"};
+  static const std::set<std::string> names = {
+      "mode",        "model_dir",        "export_dir",      "export_best",
+      "train_steps", "export_best_mode", "exports_to_keep", "stop_at_step"};
   return names;
 }
 
@@ -71,12 +71,13 @@ Result<SweepConfig> parse_sweep_config(const std::string& text, const std::strin
   if (!parsed.ok()) return invalid_argument(path, ": not JSON: ", parsed.status().message());
   const JsonValue& root = *parsed;
   if (root.kind != JsonValue::Kind::object) return invalid_argument(path, ": not a JSON object");
-  static const std::set<std::string> known = {"trainer", "flags", "grid",  "variants",
-                                              "metric",  "mode",  "budget"};
+  static const std::set<std::string> known = {"trainer", "flags", "grid",   "variants",
+                                              "metric",  "mode",  "budget", "schedule"};
   for (const auto& member : root.members) {
     if (!known.contains(member.first))
       return invalid_argument(path, ": unknown key \"", member.first,
-                              "\" (known: trainer, flags, grid, variants, metric, mode, budget)");
+                              "\" (known: trainer, flags, grid, variants, metric, mode, schedule, "
+                              "budget)");
   }
   SweepConfig config;
   const JsonValue* trainer = root.find("trainer");
@@ -149,15 +150,40 @@ Result<SweepConfig> parse_sweep_config(const std::string& text, const std::strin
     if (!m) return invalid_argument(path, ": \"mode\" must be auto, max or min");
     config.mode = *m;
   }
+  if (const JsonValue* schedule = root.find("schedule")) {
+    if (schedule->kind != JsonValue::Kind::string ||
+        (schedule->text != "full" && schedule->text != "halving"))
+      return invalid_argument(path, ": \"schedule\" must be full or halving");
+    config.schedule = schedule->text == "halving" ? SweepSchedule::halving : SweepSchedule::full;
+  }
   const JsonValue* budget = root.find("budget");
   const JsonValue* steps = budget != nullptr && budget->kind == JsonValue::Kind::object
                                ? budget->find("train_steps")
                                : nullptr;
   if (steps == nullptr || !steps->as_int64() || *steps->as_int64() < 1)
     return invalid_argument(path, ": \"budget\": {\"train_steps\": N} with N >= 1 is missing");
-  if (budget->members.size() != 1)
-    return invalid_argument(path, ": \"budget\" takes only \"train_steps\"");
   config.train_steps = *steps->as_int64();
+  const bool halving = config.schedule == SweepSchedule::halving;
+  for (const auto& [key, value] : budget->members) {
+    if (key == "train_steps") continue;
+    if (!halving || (key != "eta" && key != "first_rung_steps"))
+      return invalid_argument(path, ": \"budget\" takes only \"train_steps\"",
+                              halving ? ", \"eta\" and \"first_rung_steps\""
+                                      : " (and \"eta\", \"first_rung_steps\" with "
+                                        "\"schedule\": \"halving\")");
+    const std::optional<int64_t> n = value.as_int64();
+    if (key == "eta") {
+      if (!n || *n < 2 || *n > 1000)
+        return invalid_argument(path, ": \"budget\": \"eta\" must be an integer from 2 to 1000");
+      config.eta = static_cast<int>(*n);
+    } else {
+      if (!n || *n < 1 || *n >= config.train_steps)
+        return invalid_argument(path,
+                                ": \"budget\": \"first_rung_steps\" must be an integer from 1 "
+                                "to train_steps - 1");
+      config.first_rung_steps = *n;
+    }
+  }
   return config;
 }
 

@@ -21,6 +21,10 @@ struct SweepVariant {
   std::vector<FlagSetting> flags;  // what this variant sets beyond the base flags
 };
 
+// How the budget is spent: every variant trains to train_steps (full), or successive
+// halving drops the worse variants at each rung (train/sweep_halving.h).
+enum class SweepSchedule { full, halving };
+
 struct SweepConfig {
   std::string trainer;            // inception_v3, inception_v4, resnet50 (next to `sweep`)
   std::vector<FlagSetting> base;  // "flags": every variant's flags
@@ -28,6 +32,11 @@ struct SweepConfig {
   ExportBestMetric metric = ExportBestMetric::accuracy;
   ExportBestMode mode = ExportBestMode::auto_;
   int64_t train_steps = 0;  // "budget": {"train_steps": N}: each variant trains to this step
+  SweepSchedule schedule = SweepSchedule::full;
+  // Halving only ("budget": {"eta": 2, "first_rung_steps": M}): 1/eta of a rung's variants go
+  // on to the next; the first rung's step (0: as many rungs as halvings take the variants to one).
+  int eta = 2;
+  int64_t first_rung_steps = 0;
 };
 
 // Parses `text` (the file `path`, named in every error). The config is a JSON object:
@@ -36,11 +45,14 @@ struct SweepConfig {
 //    "grid": {"learning_rate": [0.1, 0.01], "depth_multiplier": [0.5, 1.0]},
 //    "variants": [{"label_smoothing": 0.1}],
 //    "metric": "accuracy", "mode": "auto",
+//    "schedule": "full",
 //    "budget": {"train_steps": 2000}}
 // "grid" gives every combination of its values (in the order written, the last flag varying
 // fastest), "variants" adds its flag sets after them; at least one of the two. Values are JSON
 // numbers (kept as written), strings or booleans. The flags the sweep sets itself (mode,
-// model_dir, export_dir, export_best*, train_steps) may not appear.
+// model_dir, export_dir, export_best*, train_steps, stop_at_step) may not appear. "schedule":
+// "halving" takes "eta" (an integer >= 2, default 2) and "first_rung_steps" (>= 1, below
+// train_steps) in "budget" too.
 Result<SweepConfig> parse_sweep_config(const std::string& text, const std::string& path);
 
 }  // namespace ic

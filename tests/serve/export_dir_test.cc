@@ -35,6 +35,9 @@ TEST(ServeExportDir, ServesTheNewestSafetensorsExportAndSwitchesToANewerOne) {
   options.max_batch_size = 2;
   options.batch_timeout = std::chrono::milliseconds(1);
   options.poll_interval = std::chrono::milliseconds(100);
+  // Bit for bit needs one precision in both: auto times float32 against bfloat16 in each
+  // server and, where the two are close, the servers may choose differently.
+  options.precision = ServePrecision::float32;
   options.model_dir = model_dir;
   RunningServer on_checkpoint(options);
   options.model_dir = export_dir;

@@ -26,9 +26,10 @@ using testing::run_bounded;
 using testing::TempDir;
 using testing::ToolOutput;
 
-std::string write_sweep_config(const std::string& dir, int steps) {
-  const std::string path = dir + "/sweep.json";
-  std::ofstream(path) << R"({"trainer": "inception_v3",
+std::string write_sweep_config(const std::string& dir, int steps,
+                               const std::string& schedule = "full") {
+  const std::string path = dir + "/sweep-" + schedule + ".json";
+  std::ofstream(path) << R"({"trainer": "inception_v3", "schedule": ")" << schedule << R"(",
  "flags": {"use_data": "fake", "use_tpu": false, "iterations": 2, "train_batch_size": 2,
            "eval_batch_size": 2, "eval_total_size": 4, "width": 75, "height": 75,
            "num_classes": 10, "save_checkpoints_secs": 0, "train_steps_per_eval": 2, "seed": 3},
@@ -68,10 +69,11 @@ TEST(Sweep, RanksFourVariantsAndCopiesTheWinnerForServing) {
   ASSERT_EQ(rows.size(), 5u) << run.output;
   EXPECT_EQ(rows[0][0], "rank");
   for (size_t i = 1; i < rows.size(); ++i) {
-    ASSERT_EQ(rows[i].size(), 8u);
+    ASSERT_EQ(rows[i].size(), 9u);
     EXPECT_EQ(rows[i][0], std::to_string(i));
     EXPECT_EQ(rows[i][3], "loss");
-    EXPECT_GT(std::stod(rows[i][7]), 0) << "examples/sec";
+    EXPECT_EQ(rows[i][6], "4") << "trained to the budget";
+    EXPECT_GT(std::stod(rows[i][8]), 0) << "examples/sec";
     if (i > 1) {
       EXPECT_LE(std::stod(rows[i - 1][4]), std::stod(rows[i][4]));  // lower is better
     }
@@ -136,6 +138,97 @@ TEST(Sweep, AKilledSweepResumesWithoutRetrainingAndGivesTheSameLeaderboard) {
   EXPECT_EQ(sweep_scores(killed + "/leaderboard.csv"),
             sweep_scores(dir.sub("whole") + "/leaderboard.csv"))
       << resumed.output;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The "best" of a rung file: {"train_steps": S, ..., "best": X}.
+double rung_score(const std::string& path) {
+  const std::string text = file_text(path);
+  const size_t at = text.find("\"best\": ");
+  EXPECT_NE(at, std::string::npos) << path << ": " << text;
+  return at == std::string::npos ? 0 : std::stod(text.substr(at + 8));
+}
+
+// Four variants, eta 2, a budget of 8 steps: rungs at steps 2, 4 and 8. Each rung keeps the
+// better half by the scores its variants had when they got there; the one that goes the
+// distance continued from its checkpoints and ends exactly as the same variant trained to step
+// 8 in one go (the full sweep), in less training than the full sweep's.
+TEST(Sweep, SuccessiveHalvingKeepsTheBestHalfAndContinuesFromCheckpoints) {
+  TempDir dir;
+  const std::string full_config = write_sweep_config(dir.path(), 8);
+  const std::string halving_config = write_sweep_config(dir.path(), 8, "halving");
+  const std::string halving = dir.sub("halving");
+  const ToolOutput run =
+      run_bounded("sweep", "--sweep_dir=" + halving + " --config=" + halving_config);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(run.contains("successive halving (eta 2) at steps 2 4 8")) << run.output;
+
+  const std::vector<std::string> names = {
+      "00_learning_rate=0.1_depth_multiplier=0.1", "01_learning_rate=0.1_depth_multiplier=0.2",
+      "02_learning_rate=0.02_depth_multiplier=0.1", "03_learning_rate=0.02_depth_multiplier=0.2"};
+  // Rung 1: all four at step 2; the two lowest losses go on.
+  std::vector<std::pair<double, std::string>> first;
+  for (const std::string& n : names) {
+    ASSERT_TRUE(fs::exists(halving + "/" + n + "/rung-2.json")) << run.output;
+    first.emplace_back(rung_score(halving + "/" + n + "/rung-2.json"), n);
+  }
+  std::stable_sort(first.begin(), first.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(fs::exists(halving + "/" + first[i].second + "/rung-4.json"), i < 2)
+        << first[i].second << "\n"
+        << run.output;
+  // Rung 2: the better of those two at step 4 goes to step 8.
+  const double a = rung_score(halving + "/" + first[0].second + "/rung-4.json");
+  const double b = rung_score(halving + "/" + first[1].second + "/rung-4.json");
+  const std::string winner = b < a ? first[1].second : first[0].second;
+  const std::string runner_up = b < a ? first[0].second : first[1].second;
+
+  const auto rows = sweep_csv_rows(halving + "/leaderboard.csv");
+  ASSERT_EQ(rows.size(), 5u) << run.output;
+  EXPECT_EQ(rows[1][1], winner);
+  EXPECT_EQ(rows[1][6], "8");
+  EXPECT_EQ(rows[2][1], runner_up);
+  EXPECT_EQ(rows[2][6], "4");
+  EXPECT_EQ(rows[3][6], "2");
+  EXPECT_EQ(rows[4][6], "2");
+  // It resumed from its step-4 checkpoint, not from zero.
+  EXPECT_NE(file_text(halving + "/" + winner + "/train.log")
+                .find("Restoring parameters from " + halving + "/" + winner +
+                      "/model/model.ckpt-4 (global step 4)"),
+            std::string::npos);
+  std::ifstream served(fs::directory_iterator(halving + "/serving")->path() /
+                       "assets.extra/sweep_winner.json");
+  std::stringstream record;
+  record << served.rdbuf();
+  EXPECT_NE(record.str().find(winner), std::string::npos) << record.str();
+
+  // The same variant trained to step 8 in one go scores the same, bit for bit.
+  const ToolOutput whole =
+      run_bounded("sweep", "--sweep_dir=" + dir.sub("full") + " --config=" + full_config);
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  bool found = false;
+  for (const auto& row : sweep_csv_rows(dir.sub("full") + "/leaderboard.csv")) {
+    if (row.size() < 6 || row[1] != winner) continue;
+    found = true;
+    EXPECT_EQ(row[4], rows[1][4]) << "best";
+    EXPECT_EQ(row[5], rows[1][5]) << "its step";
+  }
+  EXPECT_TRUE(found) << whole.output;
+
+  // Run again: every variant is finished, nothing trains, the leaderboard is the same.
+  const auto before = sweep_csv_rows(halving + "/leaderboard.csv");
+  const ToolOutput again =
+      run_bounded("sweep", "--sweep_dir=" + halving + " --config=" + halving_config);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(again.output.find("sweep: training"), std::string::npos) << again.output;
+  EXPECT_EQ(sweep_csv_rows(halving + "/leaderboard.csv"), before);
 }
 
 TEST(Sweep, ABadConfigIsRefusedNamingTheFile) {

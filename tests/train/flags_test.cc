@@ -151,6 +151,8 @@ TEST(TrainFlags, InceptionV3DefaultsAreTheReferenceFlags) {
   EXPECT_EQ(o->precision, Precision::float32);
   EXPECT_EQ(o->device, DeviceChoice{});
   EXPECT_DOUBLE_EQ(o->weight_decay, 4e-5);
+  EXPECT_DOUBLE_EQ(o->label_smoothing, 0.1);
+  EXPECT_EQ(o->stop_at_step, 0);
 }
 
 TEST(TrainFlags, InceptionV4DefaultsFollowInceptionV4Py) {
@@ -178,6 +180,7 @@ TEST(TrainFlags, ResNet50DefaultsFollowResnetMain) {
   EXPECT_EQ(o->precision, Precision::bfloat16);
   EXPECT_FALSE(o->moving_average);
   EXPECT_DOUBLE_EQ(o->weight_decay, 1e-4);
+  EXPECT_DOUBLE_EQ(o->label_smoothing, 0);
 }
 
 TEST(TrainFlags, PythonStyleBooleansAndSeparateValues) {

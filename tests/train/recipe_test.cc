@@ -1,5 +1,6 @@
 // The recipe a run's options turn into: the weight decay the trainer and the evaluator use
-// comes from --weight_decay, whose default is the model's (checked in flags_test).
+// comes from --weight_decay, the losses' label smoothing from --label_smoothing, whose defaults
+// are the model's (checked in flags_test).
 #include "train/recipe.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +20,17 @@ TEST(Recipe, WeightDecayComesFromTheOptions) {
   recipe = train_recipe_for(options);
   ASSERT_TRUE(recipe.ok()) << recipe.status().message();
   EXPECT_EQ(recipe->weight_decay, 0.f);
+}
+
+TEST(Recipe, LabelSmoothingComesFromTheOptions) {
+  RunOptions options;
+  options.model = "inception_v3";
+  options.label_smoothing = 0.25;
+  for (const bool training : {true, false}) {
+    Result<ModelOptions> model = model_options_for(options, training, 1);
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    EXPECT_FLOAT_EQ(model->label_smoothing, 0.25f);
+  }
 }
 
 TEST(Recipe, InceptionTrainsWithRmsPropAndTheReferenceSchedule) {

@@ -35,6 +35,21 @@ TEST(SweepConfig, AGridAndAListExpandIntoNamedVariants) {
   EXPECT_EQ(c->train_steps, 300);
 }
 
+TEST(SweepConfig, HalvingTakesEtaAndTheFirstRungInTheBudget) {
+  Result<SweepConfig> c = parse_sweep_config(
+      R"({"trainer": "inception_v3", "grid": {"learning_rate": [0.1, 0.2]},
+          "schedule": "halving", "budget": {"train_steps": 900, "eta": 3, "first_rung_steps": 100}})",
+      kPath);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->schedule, SweepSchedule::halving);
+  EXPECT_EQ(c->eta, 3);
+  EXPECT_EQ(c->first_rung_steps, 100);
+  Result<SweepConfig> plain = parse_sweep_config(
+      R"({"trainer": "inception_v3", "grid": {"x": [1]}, "budget": {"train_steps": 9}})", kPath);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->schedule, SweepSchedule::full);
+}
+
 TEST(SweepConfig, AValueIsMadeSafeForADirectoryName) {
   Result<SweepConfig> c = parse_sweep_config(
       R"({"trainer": "resnet50", "variants": [{"warm_start_from": "/a b/../c"}],
@@ -72,6 +87,22 @@ TEST(SweepConfig, MistakesAreRefusedNamingTheFile) {
       {R"({"trainer": "inception_v3", "grid": {"x": [1]}, "budget": {"train_steps": 1},
            "shedule": "halving"})",
        "unknown key \"shedule\""},
+      {R"({"trainer": "inception_v3", "grid": {"x": [1]}, "schedule": "asha",
+           "budget": {"train_steps": 4}})",
+       "full or halving"},
+      {R"({"trainer": "inception_v3", "grid": {"x": [1]}, "budget": {"train_steps": 4, "eta": 3}})",
+       "with \"schedule\": \"halving\""},
+      {R"({"trainer": "inception_v3", "grid": {"x": [1]}, "schedule": "halving",
+           "budget": {"train_steps": 4, "eta": 1}})",
+       "\"eta\" must be an integer from 2"},
+      {R"({"trainer": "inception_v3", "grid": {"x": [1]}, "schedule": "halving",
+           "budget": {"train_steps": 4, "first_rung_steps": 4}})",
+       "to train_steps - 1"},
+      {R"({"trainer": "inception_v3", "grid": {"x": [1]}, "schedule": "halving",
+           "budget": {"train_steps": 4, "rungs": 2}})",
+       "takes only \"train_steps\", \"eta\" and \"first_rung_steps\""},
+      {R"({"trainer": "inception_v3", "grid": {"stop_at_step": [2]}, "budget": {"train_steps": 4}})",
+       "--stop_at_step is set by the sweep"},
       {R"({"trainer": "inception_v3", "grid": {"a": [1,2,3,4,5,6,7,8,9,10], "b": [1,2,3,4,5,6,7,8,9,10],
            "c": [1,2,3,4,5,6,7,8,9,10], "d": [1,2,3,4,5,6,7,8,9,10], "e": [1,2]},
            "budget": {"train_steps": 1}})",
