@@ -18,6 +18,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev        # gs:// and s3://: HTTPS requests, RS256 and SigV4 signing
   curl                       # tests/storage: creates, reads and lists objects in the emulator
   wrk chromium               # serve: the load benchmark and the browser test of its web page
+  iproute2                   # tests/tools/two_hosts_test.sh: two network namespaces as two hosts
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torchvision python3-pil linux-perf)

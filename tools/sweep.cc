@@ -2,6 +2,7 @@
 // train_and_eval run, ranks them by their best evaluation, and copies the winner's best export
 // to <sweep_dir>/serving/ for serve (docs/variants.md).
 //   sweep --sweep_dir=DIR --config=sweep.json [--parallel=K] [--variant_index=I]
+//   mpirun -np N sweep --sweep_dir=DIR --config=sweep.json --groups=G
 #include "train/sweep.h"
 
 #include <cstdlib>
@@ -13,7 +14,10 @@
 #include "command_line.h"
 #include "core/exit_code.h"
 #include "core/main_guard.h"
+#include "core/openmp_env.h"
 #include "core/stop_signal.h"
+#include "dist/communicator.h"
+#include "infer/model_export.h"
 #include "io/file_system.h"
 #include "train/sweep_halving.h"
 
@@ -24,6 +28,7 @@ struct SweepFlags {
   int32_t parallel = 1;
   int32_t cores = 0;
   int64_t variant_index = -1;
+  int32_t groups = 1;
 };
 
 const ic::FlagTable<SweepFlags>& sweep_flags() {
@@ -39,6 +44,10 @@ const ic::FlagTable<SweepFlags>& sweep_flags() {
       number("parallel", &O::parallel, at_least(1),
              "Variants trained at once, the cores split between them"),
       number("cores", &O::cores, at_least(0), "Cores to split (0: this machine's)"),
+      number("groups", &O::groups, at_least(1),
+             "Under mpirun: the job's processes split into this many groups of consecutive "
+             "ranks, each training its share of the variants data parallel (the process count "
+             "must be a multiple)"),
       number("variant_index", &O::variant_index, at_least(-1),
              "Train only this variant (0-based), as a job array's task does; -1: all, or "
              "$SLURM_ARRAY_TASK_ID when it is set"),
@@ -89,13 +98,50 @@ int sweep_main(int argc, char** argv) {
     std::cerr << "sweep: " << config.status().message() << std::endl;
     return 2;
   }
+  // Under mpirun: the job's processes, split into the groups that train the variants.
+  std::unique_ptr<Communicator> world, group;
+  if (launched_by_mpi()) {
+    Result<std::unique_ptr<Communicator>> made = communicator_from_environment();
+    if (!made.ok()) {
+      std::cerr << "sweep: " << made.status().message() << std::endl;
+      return exit_code_for(made.status());
+    }
+    world = std::move(*made);
+    if (world->size() % flags.groups != 0 || flags.parallel > 1) {
+      if (world->rank() == 0)
+        std::cerr << "sweep: under mpirun the " << world->size() << " processes are split into "
+                  << "--groups=" << flags.groups << " groups of equal size (--parallel is for "
+                  << "one machine without mpirun)" << std::endl;
+      return 2;
+    }
+    const int per_group = world->size() / flags.groups;
+    group = world->split(world->rank() / per_group);
+  } else if (flags.groups > 1) {
+    std::cerr << "sweep: --groups=" << flags.groups << " needs mpirun (mpirun -np N sweep ...)"
+              << std::endl;
+    return 2;
+  }
+  const bool leader = world == nullptr || world->rank() == 0;
   SweepOptions options;
+  options.world = world.get();
+  options.group = group.get();
+  options.groups = flags.groups;
+  options.group_index = world ? world->rank() / (world->size() / flags.groups) : 0;
+  options.exporter = {export_checkpoint_saved_model, remove_export};
   options.sweep_dir = flags.sweep_dir;
   options.bin_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
   options.parallel = flags.parallel;
   options.cores = flags.cores;
   options.variant_index = flags.variant_index;
   install_stop_signal_handlers("sweep", 3600);
+  // Under mpirun each group's first process says what its group trains; the job's first one
+  // writes the leaderboard and copies the winner.
+  std::ostream quiet(nullptr);
+  std::ostream& log = group == nullptr || group->rank() == 0 ? std::cout : quiet;
+  if (!leader) {
+    const Status ran = run_sweep(*config, options, log);
+    return ran.ok() ? 0 : exit_code_for(ran);
+  }
   std::cout << "sweep: " << config->variants.size() << " variants of " << config->trainer << ", ";
   if (config->schedule == SweepSchedule::halving) {
     std::cout << "successive halving (eta " << config->eta << ") at steps";
@@ -105,8 +151,12 @@ int sweep_main(int argc, char** argv) {
   } else {
     std::cout << config->train_steps << " steps each";
   }
-  std::cout << ", ranked by " << choice_name(config->metric) << std::endl;
-  const Status ran = run_sweep(*config, options, std::cout);
+  std::cout << ", ranked by " << choice_name(config->metric);
+  if (world)
+    std::cout << ", " << flags.groups << " group(s) of " << world->size() / flags.groups
+              << " processes";
+  std::cout << std::endl;
+  const Status ran = run_sweep(*config, options, log);
   if (!ran.ok()) std::cerr << "sweep: " << ran.message() << std::endl;
   Result<std::vector<LeaderboardRow>> rows = read_leaderboard(*config, flags.sweep_dir);
   if (!rows.ok()) {
@@ -138,5 +188,6 @@ int sweep_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ic::use_short_openmp_spin(argv);  // the trainers it runs in its own processes, under mpirun
   return ic::run_guarded("sweep", [&] { return sweep_main(argc, argv); });
 }

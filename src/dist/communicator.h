@@ -31,6 +31,10 @@ class Communicator {
   // Stops every process of the job (after an error on one rank, so the others do not wait
   // forever in a collective).
   [[noreturn]] virtual void abort(int exit_code) = 0;
+  // Splits the ranks into groups: the ranks that pass the same `group` get a communicator of
+  // their own, ranked in this one's order (MPI_Comm_split). Every rank must call it. The group's
+  // communicator must be destroyed before this one.
+  virtual std::unique_ptr<Communicator> split(int group) = 0;
 };
 
 // One process, no transport: the collectives are identities.

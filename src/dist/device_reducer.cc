@@ -1,5 +1,7 @@
 #include "dist/device_reducer.h"
 
+#include <chrono>
+
 namespace ic {
 
 // Runs `op` on the arena's values in host memory: the arena itself on the CPU (once the backend
@@ -20,7 +22,10 @@ void DeviceReducer::on_host(float* data, size_t count, Op op) {
 void DeviceReducer::mean(float* data, size_t count) {
   if (comm_.size() == 1 || count == 0) return;
   on_host(data, count, [&](float* host) {
+    const auto start = std::chrono::steady_clock::now();
     comm_.all_reduce_sum(host, count);
+    all_reduce_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const float scale = 1.f / static_cast<float>(comm_.size());
     for (size_t i = 0; i < count; ++i) host[i] *= scale;
   });

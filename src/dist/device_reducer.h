@@ -26,6 +26,9 @@ class DeviceReducer {
   void broadcast(float* data, size_t count, int root);
   // True on every rank when `flag` is true on at least one.
   bool any(bool flag);
+  // Wall seconds spent in the transport's all-reduce of mean(float*) so far: what data
+  // parallelism costs on this network (the trainers log it per step).
+  double all_reduce_seconds() const { return all_reduce_seconds_; }
 
  private:
   bool host_memory() const { return backend_.kind() == DeviceKind::cpu; }
@@ -34,6 +37,7 @@ class DeviceReducer {
   Communicator& comm_;
   Backend& backend_;
   std::vector<float> staging_;
+  double all_reduce_seconds_ = 0;
 };
 
 }  // namespace ic

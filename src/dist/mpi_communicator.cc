@@ -16,13 +16,26 @@ constexpr size_t kMaxChunk = static_cast<size_t>(INT_MAX) / 2;
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(int rank, int size) : rank_(rank), size_(size) {}
-  ~MpiCommunicator() override { MPI_Finalize(); }
+  // MPI_COMM_WORLD, whose end is MPI's, or a group split from it, freed when it ends.
+  explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  ~MpiCommunicator() override {
+    if (comm_ == MPI_COMM_WORLD) {
+      MPI_Finalize();
+    } else {
+      MPI_Comm_free(&comm_);
+    }
+  }
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string description() const override {
-    return "MPI, " + std::to_string(size_) + " processes";
+    return "MPI, " + std::to_string(size_) + " processes" +
+           (comm_ == MPI_COMM_WORLD ? "" : " (a group of the job's)");
   }
 
   void all_reduce_sum(float* data, size_t count) override { reduce(data, count, MPI_FLOAT); }
@@ -32,13 +45,21 @@ class MpiCommunicator final : public Communicator {
     auto* bytes_ptr = static_cast<char*>(data);
     for (size_t done = 0; done < bytes; done += kMaxChunk) {
       const int n = static_cast<int>(std::min(kMaxChunk, bytes - done));
-      MPI_Bcast(bytes_ptr + done, n, MPI_BYTE, root, MPI_COMM_WORLD);
+      MPI_Bcast(bytes_ptr + done, n, MPI_BYTE, root, comm_);
     }
   }
 
+  // The whole job, also from a group: the other groups' ranks would otherwise wait for this
+  // one at the sweep's next barrier.
   [[noreturn]] void abort(int exit_code) override {
     MPI_Abort(MPI_COMM_WORLD, exit_code);
     std::exit(exit_code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
+  }
+
+  std::unique_ptr<Communicator> split(int group) override {
+    MPI_Comm part = MPI_COMM_NULL;
+    MPI_Comm_split(comm_, group, rank_, &part);  // failures: MPI's handler stops the job
+    return std::make_unique<MpiCommunicator>(part);
   }
 
  private:
@@ -46,11 +67,12 @@ class MpiCommunicator final : public Communicator {
   void reduce(T* data, size_t count, MPI_Datatype type) {
     for (size_t done = 0; done < count; done += kMaxChunk) {
       const int n = static_cast<int>(std::min(kMaxChunk, count - done));
-      MPI_Allreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, comm_);
     }
   }
 
-  int rank_, size_;
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
 };
 
 }  // namespace
@@ -82,10 +104,7 @@ Result<std::unique_ptr<Communicator>> communicator_from_environment() {
     MPI_Finalize();
     return error("the MPI library does not support MPI_THREAD_FUNNELED");
   }
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(rank, size));
+  return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(MPI_COMM_WORLD));
 }
 
 }  // namespace ic

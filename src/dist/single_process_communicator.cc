@@ -14,6 +14,9 @@ class SingleProcessCommunicator final : public Communicator {
   void all_reduce_sum(double*, size_t) override {}
   void broadcast(void*, size_t, int) override {}
   [[noreturn]] void abort(int exit_code) override { std::exit(exit_code); }
+  std::unique_ptr<Communicator> split(int) override {
+    return std::make_unique<SingleProcessCommunicator>();
+  }
 };
 
 }  // namespace

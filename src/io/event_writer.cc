@@ -96,6 +96,23 @@ Status EventWriter::add_scalars(const std::vector<std::pair<std::string, double>
   return write_event(event.SerializeAsString());
 }
 
+Status EventWriter::add_plugin_summary(const std::string& tag, const std::string& plugin_name,
+                                       const std::string& content, int64_t step) {
+  tensorflow::Event event;
+  event.set_wall_time(event_wall_time());
+  event.set_step(step);
+  tensorflow::Summary::Value* v = event.mutable_summary()->add_value();
+  v->set_tag(tag);
+  tensorflow::SummaryMetadata::PluginData* plugin = v->mutable_metadata()->mutable_plugin_data();
+  plugin->set_plugin_name(plugin_name);
+  plugin->set_content(content);
+  // An empty float tensor of shape [0], as TensorBoard's own plugin summaries carry.
+  tensorflow::TensorProto* tensor = v->mutable_tensor();
+  tensor->set_dtype(tensorflow::DT_FLOAT);
+  tensor->mutable_tensor_shape()->add_dim()->set_size(0);
+  return write_event(event.SerializeAsString());
+}
+
 Status EventWriter::flush() {
   if (!file_) return Status();
   return file_->flush();

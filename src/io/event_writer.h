@@ -29,6 +29,10 @@ class EventWriter {
   Status add_scalar(const std::string& tag, double value, int64_t step);
   // Several scalars of one step in one Event (as Estimator writes eval results).
   Status add_scalars(const std::vector<std::pair<std::string, double>>& values, int64_t step);
+  // A summary for a TensorBoard plugin (tag, plugin name, the plugin's serialized message),
+  // with an empty tensor as its value: what the HParams dashboard reads.
+  Status add_plugin_summary(const std::string& tag, const std::string& plugin_name,
+                            const std::string& content, int64_t step);
   // Makes the events so far visible to TensorBoard (another process): locally a flush to the
   // OS, in a bucket a rewrite of the whole object (objects cannot be appended to).
   Status flush();

@@ -149,6 +149,7 @@ class Session {
   std::ostream& log_;
   CheckpointMeta meta_;
   DeviceReducer reducer_;
+  double all_reduce_seconds_logged_ = 0;  // reducer_'s count at the last training log line
   TrainRecipe recipe_;
   Graph train_graph_, eval_graph_;
   std::unique_ptr<ModelState> state_;
@@ -403,8 +404,13 @@ Status Session::train_until(int64_t target) {
     if (bad.bad > 0) log_ << ", skipped " << bad.bad << " bad of " << bad.inputs << " inputs";
     log_ << "\n"
          << "global_step/sec: " << steps_per_sec << "\n"
-         << "examples/sec: " << examples_per_sec << "\n"
-         << progress_line(state_->global_step, options_.train_steps, steps_per_sec) << std::endl;
+         << "examples/sec: " << examples_per_sec << "\n";
+    if (reducer_.size() > 1) {  // the gradients' all-reduce, per step of this loop
+      const double reducing = reducer_.all_reduce_seconds() - all_reduce_seconds_logged_;
+      all_reduce_seconds_logged_ = reducer_.all_reduce_seconds();
+      log_ << "all-reduce ms/step: " << 1000 * reducing / static_cast<double>(steps) << "\n";
+    }
+    log_ << progress_line(state_->global_step, options_.train_steps, steps_per_sec) << std::endl;
     if (bad.inputs > 0 &&
         static_cast<double>(bad.bad) > options_.max_bad_input_fraction * bad.inputs) {
       return error("the input is too damaged: ", bad.bad, " of ", bad.inputs,

@@ -53,7 +53,8 @@ Result<std::string> export_newest(const std::string& model_dir, const std::strin
 
 }  // namespace
 
-int run_main(const std::string& model, int argc, char** argv, const CheckpointExporter& exporter) {
+int run_main(const std::string& model, int argc, char** argv, const CheckpointExporter& exporter,
+             Communicator* communicator) {
   const std::string program = model;
   bool help = false;
   Result<RunOptions> options = parse_run_options(model, argc, argv, &help);
@@ -89,12 +90,17 @@ int run_main(const std::string& model, int argc, char** argv, const CheckpointEx
     if (!status.ok()) std::cerr << program << ": " << status.message() << std::endl;
     return exit_code_for(status);
   }
-  Result<std::unique_ptr<Communicator>> communicator = communicator_from_environment();
-  if (!communicator.ok()) {
-    std::cerr << program << ": " << communicator.status().message() << std::endl;
-    return exit_code_for(communicator.status());
+  std::unique_ptr<Communicator> from_launcher;
+  if (communicator == nullptr) {
+    Result<std::unique_ptr<Communicator>> made = communicator_from_environment();
+    if (!made.ok()) {
+      std::cerr << program << ": " << made.status().message() << std::endl;
+      return exit_code_for(made.status());
+    }
+    from_launcher = std::move(*made);
+    communicator = from_launcher.get();
   }
-  Communicator& comm = **communicator;
+  Communicator& comm = *communicator;
   // An error on one replica stops them all: the others would wait in a collective forever.
   auto fail = [&](const Status& status) {
     std::cerr << program;

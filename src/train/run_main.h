@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "dist/communicator.h"
 #include "train/best_export.h"
 
 namespace ic {
@@ -15,7 +16,10 @@ namespace ic {
 // SavedModel export; train/ cannot use infer/ itself): the newest checkpoint after a train,
 // eval or train_and_eval run that succeeded, or, with --export_best, each evaluated checkpoint
 // that beats the best so far (train/best_export.h). An export that fails fails the program.
+//
+// `communicator`: the processes to train over, data parallel (a sweep's group of an mpirun
+// job, dist/communicator.h split()); null: the launcher's, from the environment.
 int run_main(const std::string& model, int argc, char** argv,
-             const CheckpointExporter& exporter = {});
+             const CheckpointExporter& exporter = {}, Communicator* communicator = nullptr);
 
 }  // namespace ic

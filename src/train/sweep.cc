@@ -1,94 +1,28 @@
 #include "train/sweep.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
-#include <map>
 #include <sstream>
-#include <thread>
 
-#include "core/stop_signal.h"
 #include "io/checkpoint_dir.h"
 #include "io/export_versions.h"
 #include "io/file_system.h"
 #include "io/json.h"
 #include "train/sweep_halving.h"
-
-extern char** environ;
+#include "train/sweep_hparams.h"
+#include "train/sweep_stage.h"
 
 namespace ic {
 namespace {
 
 namespace fs = std::filesystem;
-using SweepClock = std::chrono::steady_clock;
 
 constexpr const char* kResultFile = "result.json";
 constexpr const char* kWinnerRecord = "assets.extra/sweep_winner.json";
-
-std::string variant_dir(const std::string& sweep_dir, const SweepVariant& v) {
-  return join_path(sweep_dir, v.name);
-}
-
-bool has_flag(const std::vector<FlagSetting>& flags, const std::string& name) {
-  return std::any_of(flags.begin(), flags.end(),
-                     [&](const FlagSetting& f) { return f.first == name; });
-}
-
-std::string flags_text(const std::vector<FlagSetting>& flags) {
-  std::string text;
-  for (const auto& [name, value] : flags)
-    text += (text.empty() ? "--" : " --") + name + "=" + value;
-  return text;
-}
-
-// The trainer's command line for one variant, trained to `steps` (below the budget: a rung of
-// successive halving, stopped there with --stop_at_step so the schedule is the whole budget's).
-std::vector<std::string> variant_command(const SweepConfig& config, const SweepOptions& options,
-                                         const SweepVariant& v, int threads, int64_t steps) {
-  const std::string dir = variant_dir(options.sweep_dir, v);
-  std::vector<std::string> args = {join_path(options.bin_dir, config.trainer)};
-  for (const auto& [name, value] : config.base) args.push_back("--" + name + "=" + value);
-  for (const auto& [name, value] : v.flags) args.push_back("--" + name + "=" + value);
-  if (!has_flag(config.base, "num_threads") && !has_flag(v.flags, "num_threads"))
-    args.push_back("--num_threads=" + std::to_string(threads));
-  args.push_back("--mode=train_and_eval");
-  args.push_back("--train_steps=" + std::to_string(config.train_steps));
-  if (steps < config.train_steps) args.push_back("--stop_at_step=" + std::to_string(steps));
-  args.push_back("--model_dir=" + join_path(dir, "model"));
-  args.push_back("--export_dir=" + join_path(dir, "export"));
-  args.push_back(std::string("--export_best=") + choice_name(config.metric));
-  args.push_back(std::string("--export_best_mode=") + choice_name(config.mode));
-  args.push_back("--exports_to_keep=1");
-  return args;
-}
-
-// Starts `args` with stdout and stderr appended to `log_path`.
-Result<pid_t> spawn_logged(const std::vector<std::string>& args, const std::string& log_path) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int failed = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (failed != 0) return error("cannot start ", args[0], ": ", std::strerror(failed));
-  return pid;
-}
 
 // The last "examples/sec: X" of a trainer's log (0 when there is none).
 double last_examples_per_sec(const std::string& log_path) {
@@ -154,95 +88,43 @@ double earlier_rungs_wall(const std::string& dir, const std::vector<int64_t>& ru
   return wall;
 }
 
-struct SweepRun {
-  const SweepVariant* variant;
-  SweepClock::time_point started;
-};
-
-// How a stage of training ended: every variant trained to its step, or some failed (named),
-// or a stop signal ended it (each run saved a checkpoint; the sweep resumes when run again).
-struct StageEnd {
-  std::vector<std::string> failures;
-  bool stopped = false;
-};
-
-// Trains `variants` to global step `steps`, options.parallel at a time with the cores split
-// between them; `done(variant, wall seconds)` records each one that got there.
-Result<StageEnd> train_stage(const SweepConfig& config, const SweepOptions& options,
-                             const std::vector<const SweepVariant*>& variants, int64_t steps,
-                             const std::function<Status(const SweepVariant&, double)>& done,
-                             std::ostream& log) {
-  const int cores = options.cores > 0
-                        ? options.cores
-                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int parallel =
-      std::max(1, std::min<int>(options.parallel, static_cast<int>(variants.size())));
-  const int threads = std::max(1, cores / parallel);
-  std::map<pid_t, SweepRun> running;
-  StageEnd end;
-  size_t next = 0;
-  std::error_code ec;
-  while ((!end.stopped && next < variants.size()) || !running.empty()) {
-    while (!end.stopped && next < variants.size() && static_cast<int>(running.size()) < parallel) {
-      const SweepVariant& v = *variants[next++];
-      const std::string dir = variant_dir(options.sweep_dir, v);
-      fs::create_directories(dir, ec);
-      if (ec) return error("cannot create ", dir, ": ", ec.message());
-      const std::vector<std::string> args = variant_command(config, options, v, threads, steps);
-      Result<pid_t> pid = spawn_logged(args, join_path(dir, "train.log"));
-      if (!pid.ok()) return pid.status();
-      log << "sweep: training " << v.name << " (" << flags_text(v.flags) << ", " << threads
-          << " threads) to step " << steps << " in " << dir << std::endl;
-      running[*pid] = SweepRun{&v, SweepClock::now()};
-    }
-    int status = 0;
-    const pid_t exited = waitpid(-1, &status, WNOHANG);
-    if (exited <= 0) {
-      if (!end.stopped && stop_requested()) {
-        end.stopped = true;
-        acknowledge_stop();
-        log << "sweep: stop requested: each run saves a checkpoint and stops; run the sweep "
-               "again to resume"
-            << std::endl;
-        for (const auto& r : running) kill(r.first, SIGTERM);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      continue;
-    }
-    auto it = running.find(exited);
-    if (it == running.end()) continue;
-    const SweepVariant& v = *it->second.variant;
-    const double wall =
-        std::chrono::duration<double>(SweepClock::now() - it->second.started).count();
-    running.erase(it);
-    const std::string dir = variant_dir(options.sweep_dir, v);
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    Result<std::optional<std::string>> latest = latest_checkpoint(join_path(dir, "model"));
-    const int64_t step =
-        latest.ok() && latest->has_value() ? checkpoint_step(**latest).value_or(-1) : -1;
-    if (code != 0) {
-      end.failures.push_back(v.name);
-      log << "sweep: " << v.name << " failed (exit code " << code << "); its log is "
-          << join_path(dir, "train.log") << std::endl;
-      continue;
-    }
-    if (step < steps) {
-      end.stopped = true;
-      log << "sweep: " << v.name << " stopped at step " << step << " of " << steps
-          << "; run the sweep again to resume it" << std::endl;
-      continue;
-    }
-    IC_RETURN_IF_ERROR(done(v, wall));
-  }
-  return end;
+// Every process of an mpirun job waits here for the others; nothing without one.
+void wait_for_every_process(const SweepOptions& options) {
+  if (options.world == nullptr) return;
+  double nothing = 0;
+  options.world->all_reduce_sum(&nothing, 1);
 }
 
-Status stage_failed(const StageEnd& end) {
-  if (end.failures.empty()) return Status();
-  std::string names;
-  for (const std::string& n : end.failures) names += (names.empty() ? "" : ", ") + n;
-  return error("sweep: ", end.failures.size(), " variant(s) failed: ", names,
-               " (each one's train.log says why)");
+// The process that writes what concerns the whole sweep: the only one, or mpirun's first.
+bool sweep_leader(const SweepOptions& options) {
+  return options.world == nullptr || options.world->rank() == 0;
+}
+
+// Trains `variants` to `steps` in trainer processes, or under mpirun in the groups, each one a
+// session of TensorBoard's HParams dashboard from its first stage on. Every process has read
+// the sweep's files (which variants are where) before any trains.
+Result<StageEnd> train_stage(const SweepConfig& config, const SweepOptions& options,
+                             const std::vector<const SweepVariant*>& variants, int64_t steps,
+                             const VariantDone& done, std::ostream& log) {
+  if (sweep_leader(options)) {
+    for (const SweepVariant* v : variants) {
+      std::error_code ec;
+      fs::create_directories(variant_dir(options.sweep_dir, *v), ec);
+      IC_RETURN_IF_ERROR(write_hparams_session_start(config, *v, options.sweep_dir));
+    }
+  }
+  if (options.world == nullptr)
+    return train_stage_in_processes(config, options, variants, steps, done, log);
+  wait_for_every_process(options);
+  return train_stage_in_groups(config, options, variants, steps, done, log);
+}
+
+// A variant is finished (trained to the budget, or dropped by successive halving): its
+// result.json, and the end of its HParams session.
+Status finish_variant(const SweepOptions& options, const SweepVariant& v,
+                      const StageRecord& record) {
+  IC_RETURN_IF_ERROR(write_stage(variant_dir(options.sweep_dir, v), kResultFile, record));
+  return write_hparams_session_end(v, options.sweep_dir);
 }
 
 // Every variant trains to the budget; result.json marks each one finished.
@@ -260,8 +142,8 @@ Status run_full(const SweepConfig& config, const SweepOptions& options, std::ost
   const auto finished = [&](const SweepVariant& v, double wall) {
     const std::string dir = variant_dir(options.sweep_dir, v);
     log << "sweep: " << v.name << " finished in " << sweep_number(wall) << " s" << std::endl;
-    return write_stage(
-        dir, kResultFile,
+    return finish_variant(
+        options, v,
         StageRecord{
             config.train_steps, wall, last_examples_per_sec(join_path(dir, "train.log")), {}});
   };
@@ -297,7 +179,7 @@ Status run_halving(const SweepConfig& config, const SweepOptions& options, std::
         record.wall_seconds += earlier_rungs_wall(dir, rungs, steps);
         log << "sweep: " << v.name << " finished in " << sweep_number(record.wall_seconds) << " s"
             << std::endl;
-        return write_stage(dir, kResultFile, record);
+        return finish_variant(options, v, record);
       }
       std::ostringstream why;
       IC_ASSIGN_OR_RETURN(BestExports exports,
@@ -324,14 +206,15 @@ Status run_halving(const SweepConfig& config, const SweepOptions& options, std::
       if (std::find(kept.begin(), kept.end(), i) != kept.end()) continue;
       const SweepVariant& v = *entering[i];
       dropped_names += (dropped_names.empty() ? "" : ", ") + v.name;
+      if (!sweep_leader(options)) continue;
       const std::string dir = variant_dir(options.sweep_dir, v);
       const std::optional<StageRecord> at_rung = read_stage(dir, rung_file(steps));
       IC_RETURN_IF_ERROR(
-          write_stage(dir, kResultFile,
-                      StageRecord{steps,
-                                  earlier_rungs_wall(dir, rungs, steps) + at_rung->wall_seconds,
-                                  at_rung->examples_per_sec,
-                                  {}}));
+          finish_variant(options, v,
+                         StageRecord{steps,
+                                     earlier_rungs_wall(dir, rungs, steps) + at_rung->wall_seconds,
+                                     at_rung->examples_per_sec,
+                                     {}}));
     }
     log << "sweep: after step " << steps << " by " << choice_name(config.metric) << ": continuing "
         << kept_names << "; dropped " << dropped_names << std::endl;
@@ -352,6 +235,8 @@ Status run_sweep(const SweepConfig& config, const SweepOptions& options, std::os
     return invalid_argument("--variant_index=", options.variant_index, ": the config has ",
                             config.variants.size(), " variants (0 to ", config.variants.size() - 1,
                             ")");
+  if (sweep_leader(options))
+    IC_RETURN_IF_ERROR(write_hparams_experiment(config, options.sweep_dir));
   if (config.schedule == SweepSchedule::full) return run_full(config, options, log);
   if (options.variant_index >= 0)
     return invalid_argument("--variant_index=", options.variant_index,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "dist/communicator.h"
 #include "train/best_export.h"
 #include "train/sweep_config.h"
 
@@ -29,6 +30,14 @@ struct SweepOptions {
   int cores = 0;        // split between them (0: this machine's)
   // Only this variant (a job array's task, Slurm's SLURM_ARRAY_TASK_ID); -1: all.
   int64_t variant_index = -1;
+  // Under mpirun: the job's processes (world) split into `groups` groups of consecutive ranks;
+  // this process is in group `group_index`, whose communicator is `group`. Each group trains
+  // every groups-th variant in its own processes, data parallel over the group, through
+  // run_main() and `exporter`. Null world: each variant is a trainer process of its own.
+  Communicator* world = nullptr;
+  Communicator* group = nullptr;
+  int groups = 1, group_index = 0;
+  CheckpointExporter exporter;
 };
 
 struct LeaderboardRow {

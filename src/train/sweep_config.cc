@@ -53,7 +53,8 @@ Result<std::vector<FlagSetting>> flag_object(const JsonValue& object, const std:
 // "learning_rate=0.1_depth_multiplier=0.5", with anything a directory name should not hold
 // turned into '-'.
 std::string variant_name(size_t index, const std::vector<FlagSetting>& flags) {
-  std::string name = (index < 10 ? "0" : "") + std::to_string(index);
+  std::string name = std::to_string(index);
+  if (index < 10) name.insert(name.begin(), '0');
   for (const auto& [flag, value] : flags) name += "_" + flag + "=" + value;
   for (char& c : name) {
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

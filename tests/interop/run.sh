@@ -34,6 +34,10 @@
 #      step of a few, to a relative 1e-6 (check_optimizers.py); this step runs Debian's
 #      python3-torch and python3-numpy through /usr/bin/python3 (scripts/install-deps.sh), not
 #      the virtual environment: PyPI's torch is too large for CI
+#   9. a sweep of 4 tiny variants: TensorBoard's own event reader reads its HParams experiment
+#      and sessions, a real TensorBoard server lists the 4 session groups with their eval
+#      accuracy, and headless Chromium renders the HParams dashboard with the sweep's flags
+#      (check_tensorboard_hparams.py; HPARAMS_SCREENSHOT=FILE.png saves a screenshot of it)
 # Python comes from a virtual environment made once from PyPI with the pinned packages of
 # requirements.txt, cached under ${XDG_CACHE_HOME:-~/.cache}/inception.cpp/ and keyed by those
 # pins and the Python version. Anything that cannot be installed or run fails the script
@@ -53,7 +57,7 @@ die() {
 }
 
 for tool in inception_v3 inception_v4 resnet50 inspect_checkpoint export_model classify \
-  optimizer_trace onnx_int8_export make_fake_imagenet; do
+  optimizer_trace onnx_int8_export make_fake_imagenet sweep; do
   [[ -x $bin/$tool ]] || die "$bin/$tool is not built (cmake --build build first)"
 done
 command -v "$python" >/dev/null || die "$python not found"
@@ -83,7 +87,7 @@ run() {
   fi
 }
 
-say "1/8: TensorFlow reads our checkpoint"
+say "1/9: TensorFlow reads our checkpoint"
 run train_tf "$bin/inception_v3" "${tiny[@]}" --train_steps=4 --model_dir="$work/ours_tf"
 run train_safetensors "$bin/inception_v3" "${tiny[@]}" --train_steps=4 \
   --model_dir="$work/ours_safetensors" --checkpoint_format=safetensors
@@ -95,7 +99,7 @@ done
   --ignore_metadata=flags --ignore_metadata=run_id ||
   die "TensorFlow does not read our checkpoint as we wrote it"
 
-say "2/8: we read TensorFlow's checkpoint"
+say "2/9: we read TensorFlow's checkpoint"
 "$py" "$here/write_with_tensorflow.py" --source="$work/ours_tf/model.ckpt-4" \
   --model_dir="$work/theirs" --step=10 || die "TensorFlow could not write a checkpoint"
 run inspect_theirs "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
@@ -104,7 +108,7 @@ run inspect_theirs "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
   --safetensors="$work/theirs_as_read_by_us.safetensors" --step=10 ||
   die "we do not read TensorFlow's checkpoint as TensorFlow does"
 
-say "3/8: our trainer resumes from TensorFlow's checkpoint"
+say "3/9: our trainer resumes from TensorFlow's checkpoint"
 run resume "$bin/inception_v3" "${tiny[@]}" --train_steps=12 --model_dir="$work/theirs"
 grep -qF "Restoring parameters from $work/theirs/model.ckpt-10 (global step 10)" \
   "$work/resume.log" || {
@@ -116,7 +120,7 @@ run inspect_resumed "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
 "$py" "$here/compare_with_safetensors.py" --model_dir="$work/theirs" \
   --safetensors="$work/resumed.safetensors" --step=12 ||
   die "TensorFlow does not read the checkpoint saved after resuming"
-say "3/8 (b): a TensorFlow checkpoint of the network's variables only warm-starts a fine-tuning run"
+say "3/9 (b): a TensorFlow checkpoint of the network's variables only warm-starts a fine-tuning run"
 "$py" "$here/write_with_tensorflow.py" --source="$work/ours_tf/model.ckpt-4" \
   --model_dir="$work/slim" --step=1 --model_variables_only ||
   die "TensorFlow could not write a variables-only checkpoint"
@@ -167,7 +171,7 @@ for k, path in enumerate(sys.argv[3:]):
     Image.fromarray(rng.randint(0, 256, (h, w, 3), dtype=np.uint8)).save(path, quality=90)' "$@"
 }
 
-say "4/8: TensorFlow serves our SavedModel exports as classify computes"
+say "4/9: TensorFlow serves our SavedModel exports as classify computes"
 run export_v3 "$bin/export_model" --model_dir="$work/ours_tf" --export_dir="$work/export_v3"
 run train_v4 "$bin/inception_v4" "${tiny[@]}" --train_steps=2 --model_dir="$work/v4" \
   --export_dir="$work/export_v4"
@@ -192,7 +196,7 @@ done
 "$py" "$here/check_saved_model.py" "${cases[@]}" ||
   die "TensorFlow does not serve our SavedModel export as classify computes"
 
-say "5/8: the same for a full-size inception_v3 (299x299, 1001 classes)"
+say "5/9: the same for a full-size inception_v3 (299x299, 1001 classes)"
 run train_full "$bin/inception_v3" --mode=train --use_data=fake --use_tpu=False --train_steps=1 \
   --train_batch_size=2 --iterations=1 --save_checkpoints_secs=0 --seed=3 \
   --model_dir="$work/full" --export_dir="$work/export_full"
@@ -221,7 +225,7 @@ onnx_agrees() {
     die "ONNX Runtime does not run our ONNX export of $model_dir as classify does"
 }
 
-say "6/8: ONNX Runtime runs our ONNX exports as classify computes"
+say "6/9: ONNX Runtime runs our ONNX exports as classify computes"
 onnx_agrees "$work/ours_tf" "$work/onnx_v3" "$work/images_v3.npy" "$work/logits_v3.npy"
 for name in v4 resnet50; do
   onnx_agrees "$work/$name" "$work/onnx_$name" "$work/images_$name.npy" "$work/logits_$name.npy"
@@ -247,12 +251,12 @@ qdq_agrees() {
     die "ONNX Runtime's run of the QDQ export of $model_dir is not the float32 export's"
 }
 
-say "6/8 (b): ONNX Runtime runs the QDQ export of an int8 model as the float32 export"
+say "6/9 (b): ONNX Runtime runs the QDQ export of an int8 model as the float32 export"
 qdq_agrees "$work/ours_tf" 75 "$work/onnx_v3"
 qdq_agrees "$work/v4" 75 "$work/onnx_v4"
 qdq_agrees "$work/resnet50" 64 "$work/onnx_resnet50"
 
-say "6/8 (c): ONNX Runtime runs our int8 export's model.onnx as classify --precision=int8 computes"
+say "6/9 (c): ONNX Runtime runs our int8 export's model.onnx as classify --precision=int8 computes"
 run fake_data_int8 "$bin/make_fake_imagenet" --output_dir="$work/int8_data" \
   --num_train_images=16 --num_validation_images=2 --train_shards=1 --validation_shards=1 \
   --image_size=75 --num_classes=10
@@ -269,14 +273,30 @@ run classify_int8 "$bin/classify" --checkpoint="${int8_files[0]}" --precision=in
   --inputs="$work/images_v3.npy" --logits="$work/logits_int8_v3.npy" --max_prob_diff=1e-2 ||
   die "ONNX Runtime does not run the QDQ model.onnx of our int8 export as classify --precision=int8 does"
 
-say "7/8: the same for the full-size inception_v3"
+say "7/9: the same for the full-size inception_v3"
 onnx_agrees "$work/full" "$work/onnx_full" "$work/images_full.npy" "$work/logits_full.npy"
 
-say "8/8: the optimizers against torch.optim.AdamW and NumPy"
+say "8/9: the optimizers against torch.optim.AdamW and NumPy"
 system_python=${SYSTEM_PYTHON:-/usr/bin/python3}
 "$system_python" -c "import numpy, torch" ||
   die "$system_python has no torch or numpy (Debian: apt-get install python3-torch python3-numpy)"
 run optimizer_trace "$bin/optimizer_trace" "$work/optimizer_trace"
 "$system_python" "$here/check_optimizers.py" "$work/optimizer_trace" ||
   die "the optimizer table's updates differ from torch's and NumPy's"
+
+say "9/9: a sweep's HParams summaries in TensorBoard's event reader, server and dashboard"
+browser=$(command -v chromium || command -v chromium-browser || true)
+[[ -n $browser ]] || die "no chromium (Debian: apt-get install chromium)"
+cat >"$work/sweep.json" <<'JSON'
+{"trainer": "inception_v3",
+ "flags": {"use_data": "fake", "use_tpu": false, "iterations": 2, "train_batch_size": 2,
+           "eval_batch_size": 2, "eval_total_size": 4, "width": 75, "height": 75,
+           "num_classes": 10, "save_checkpoints_secs": 0, "train_steps_per_eval": 2, "seed": 3},
+ "grid": {"learning_rate": [0.1, 0.02], "depth_multiplier": [0.1, 0.2]},
+ "metric": "accuracy", "budget": {"train_steps": 4}}
+JSON
+run sweep "$bin/sweep" --sweep_dir="$work/sweep" --config="$work/sweep.json" --parallel=2
+"$py" "$here/check_tensorboard_hparams.py" "$work/sweep" "$work/sweep.json" "$venv/bin/tensorboard" \
+  "$browser" ${HPARAMS_SCREENSHOT:+"$HPARAMS_SCREENSHOT"} ||
+  die "TensorBoard does not show the sweep's HParams as it should"
 say "passed"

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -23,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::bin_path;
 using testing::run_bounded;
+using testing::run_command;
 using testing::TempDir;
 using testing::ToolOutput;
 
@@ -229,6 +231,73 @@ TEST(Sweep, SuccessiveHalvingKeepsTheBestHalfAndContinuesFromCheckpoints) {
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(again.output.find("sweep: training"), std::string::npos) << again.output;
   EXPECT_EQ(sweep_csv_rows(halving + "/leaderboard.csv"), before);
+}
+
+// Open MPI leaks at exit by design: LeakSanitizer (sanitizer builds) is off for its processes.
+std::string mpirun(int processes, const std::string& program, const std::string& args) {
+  return "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 timeout 300 mpirun -np " +
+         std::to_string(processes) + " --oversubscribe --allow-run-as-root " +
+         testing::bin_path(program) + " " + args;
+}
+
+// Every tensor of model_dir's checkpoint of `step`, by name (the metadata, which names the
+// model_dir and the run, left out).
+std::map<std::string, std::string> checkpoint_tensors(const std::string& model_dir, int step) {
+  Result<CheckpointContents> read =
+      read_checkpoint(model_dir + "/model.ckpt-" + std::to_string(step));
+  EXPECT_TRUE(read.ok()) << read.status().message();
+  std::map<std::string, std::string> tensors;
+  if (read.ok())
+    for (const TensorEntry& t : read->tensors) tensors[t.name] = t.bytes;
+  return tensors;
+}
+
+// `mpirun -np 4 sweep --groups=2`: two groups of two processes train the two variants at the
+// same time, each data parallel over its group, and each ends with the checkpoint, bit for bit,
+// that `mpirun -np 2 inception_v3` gives for that variant alone.
+TEST(Sweep, TwoGroupsOfAnMpirunJobEachTrainAVariantAsTwoProcessesAloneWould) {
+  TempDir dir;
+  const std::string flags =
+      "--use_data=fake --use_tpu=false --iterations=2 --train_batch_size=4 --eval_batch_size=2 "
+      "--eval_total_size=4 --width=75 --height=75 --num_classes=10 --save_checkpoints_secs=0 "
+      "--train_steps_per_eval=2 --seed=3 --depth_multiplier=0.1 --num_threads=1";
+  const std::string config = dir.sub("groups.json");
+  std::ofstream(config) << R"({"trainer": "inception_v3",
+ "flags": {"use_data": "fake", "use_tpu": false, "iterations": 2, "train_batch_size": 4,
+           "eval_batch_size": 2, "eval_total_size": 4, "width": 75, "height": 75,
+           "num_classes": 10, "save_checkpoints_secs": 0, "train_steps_per_eval": 2, "seed": 3,
+           "depth_multiplier": 0.1, "num_threads": 1},
+ "grid": {"learning_rate": [0.1, 0.02]}, "metric": "loss", "budget": {"train_steps": 4}})";
+  const std::string sweep_dir = dir.sub("sweep");
+  const ToolOutput run = run_command(
+      mpirun(4, "sweep", "--sweep_dir=" + sweep_dir + " --config=" + config + " --groups=2"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(run.contains("2 group(s) of 2 processes")) << run.output;
+  EXPECT_TRUE(run.contains("sweep: group 0 (2 processes) training 00_learning_rate=0.1"))
+      << run.output;
+  EXPECT_TRUE(run.contains("sweep: group 1 (2 processes) training 01_learning_rate=0.02"))
+      << run.output;
+  EXPECT_TRUE(run.contains("sweep: 2 of 2 variants finished")) << run.output;
+  EXPECT_EQ(sweep_csv_rows(sweep_dir + "/leaderboard.csv").size(), 3u);
+
+  for (const std::string& lr : std::vector<std::string>{"0.1", "0.02"}) {
+    const std::string name = (lr == "0.1" ? "00" : "01") + std::string("_learning_rate=") + lr;
+    const std::string in_group = sweep_dir + "/" + name;
+    EXPECT_NE(file_text(in_group + "/train.log")
+                  .find("data parallel over MPI, 2 processes (a group of the job's)"),
+              std::string::npos)
+        << file_text(in_group + "/train.log");
+    const std::string alone = dir.sub("alone-" + lr);
+    const ToolOutput solo = run_command(
+        mpirun(2, "inception_v3",
+               flags + " --learning_rate=" + lr +
+                   " --mode=train_and_eval --train_steps=4 --model_dir=" + alone + "/model"));
+    ASSERT_EQ(solo.exit_code, 0) << solo.output;
+    const auto trained_in_group = checkpoint_tensors(in_group + "/model", 4);
+    ASSERT_FALSE(trained_in_group.empty()) << in_group;
+    EXPECT_TRUE(trained_in_group == checkpoint_tensors(alone + "/model", 4))
+        << name << ": the group's checkpoint differs from the one trained alone";
+  }
 }
 
 TEST(Sweep, ABadConfigIsRefusedNamingTheFile) {

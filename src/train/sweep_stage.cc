@@ -1,0 +1,59 @@
+// What both ways of running a stage share: the variants' directories and command lines.
+#include "train/sweep_stage.h"
+
+#include <algorithm>
+
+#include "io/file_system.h"
+
+namespace ic {
+namespace {
+
+bool has_flag(const std::vector<FlagSetting>& flags, const std::string& name) {
+  return std::any_of(flags.begin(), flags.end(),
+                     [&](const FlagSetting& f) { return f.first == name; });
+}
+
+}  // namespace
+
+std::string variant_dir(const std::string& sweep_dir, const SweepVariant& v) {
+  return join_path(sweep_dir, v.name);
+}
+
+std::string flags_text(const std::vector<FlagSetting>& flags) {
+  std::string text;
+  for (const auto& [name, value] : flags)
+    text += (text.empty() ? "--" : " --") + name + "=" + value;
+  return text;
+}
+
+std::vector<std::string> variant_command(const SweepConfig& config, const SweepOptions& options,
+                                         const SweepVariant& v, int threads, int64_t steps) {
+  const std::string dir = variant_dir(options.sweep_dir, v);
+  std::vector<std::string> args = {join_path(options.bin_dir, config.trainer)};
+  for (const auto& [name, value] : config.base) args.push_back("--" + name + "=" + value);
+  for (const auto& [name, value] : v.flags) args.push_back("--" + name + "=" + value);
+  if (!has_flag(config.base, "num_threads") && !has_flag(v.flags, "num_threads"))
+    args.push_back("--num_threads=" + std::to_string(threads));
+  args.push_back("--mode=train_and_eval");
+  args.push_back("--train_steps=" + std::to_string(config.train_steps));
+  if (steps < config.train_steps) args.push_back("--stop_at_step=" + std::to_string(steps));
+  args.push_back("--model_dir=" + join_path(dir, "model"));
+  args.push_back("--export_dir=" + join_path(dir, "export"));
+  args.push_back(std::string("--export_best=") + choice_name(config.metric));
+  args.push_back(std::string("--export_best_mode=") + choice_name(config.mode));
+  args.push_back("--exports_to_keep=1");
+  return args;
+}
+
+Status stage_failed(const StageEnd& end) {
+  if (end.failures.empty() && end.failed_elsewhere == 0) return Status();
+  std::string names;
+  for (const std::string& n : end.failures) names += (names.empty() ? "" : ", ") + n;
+  if (end.failed_elsewhere > 0)
+    names +=
+        (names.empty() ? "" : ", and ") + std::to_string(end.failed_elsewhere) + " in other groups";
+  return error("sweep: ", end.failures.size() + end.failed_elsewhere, " variant(s) failed: ", names,
+               " (each one's train.log says why)");
+}
+
+}  // namespace ic
