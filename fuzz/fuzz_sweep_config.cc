@@ -1,7 +1,8 @@
 // The sweep program's --config (train/sweep_config.h): the input is a whole config file. A
 // parse either gives variants that keep the promises the sweep relies on (at least one, at
 // most 10000, names unique and safe as directory names, no flag the sweep sets itself, a
-// budget of at least one step), or an error that names the file.
+// budget of at least one step, successive halving's eta and first rung in range), or an error
+// that names the file.
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -19,9 +20,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (config->variants.empty() || config->variants.size() > 10000) std::abort();
   if (config->train_steps < 1 || config->trainer.empty()) std::abort();
+  // Successive halving: an eta that halves, a first rung inside the budget.
+  if (config->eta < 2 || config->first_rung_steps < 0 ||
+      config->first_rung_steps >= config->train_steps)
+    std::abort();
   static const std::set<std::string> reserved = {
-      "mode",        "model_dir",      "export_dir", "export_best", "export_best_mode",
-      "train_steps", "exports_to_keep"};
+      "mode",        "model_dir",       "export_dir",  "export_best", "export_best_mode",
+      "train_steps", "exports_to_keep", "stop_at_step"};
   std::set<std::string> names;
   for (const ic::SweepVariant& v : config->variants) {
     if (v.name.empty() || v.name.size() > 200 || !names.insert(v.name).second) std::abort();

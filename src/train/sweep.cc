@@ -100,6 +100,13 @@ bool sweep_leader(const SweepOptions& options) {
   return options.world == nullptr || options.world->rank() == 0;
 }
 
+// Where the schedule's own messages go: `log` in the sweep's leader; nowhere in the other
+// processes of an mpirun job (each group's first process still says what its group trains).
+std::ostream& schedule_log(const SweepOptions& options, std::ostream& log) {
+  static std::ostream nowhere(nullptr);
+  return sweep_leader(options) ? log : nowhere;
+}
+
 // Trains `variants` to `steps` in trainer processes, or under mpirun in the groups, each one a
 // session of TensorBoard's HParams dashboard from its first stage on. Every process has read
 // the sweep's files (which variants are where) before any trains.
@@ -134,7 +141,7 @@ Status run_full(const SweepConfig& config, const SweepOptions& options, std::ost
     if (options.variant_index >= 0 && static_cast<int64_t>(i) != options.variant_index) continue;
     const SweepVariant& v = config.variants[i];
     if (read_stage(variant_dir(options.sweep_dir, v), kResultFile)) {
-      log << "sweep: " << v.name << " is finished already" << std::endl;
+      schedule_log(options, log) << "sweep: " << v.name << " is finished already" << std::endl;
       continue;
     }
     to_run.push_back(&v);
@@ -169,9 +176,9 @@ Status run_halving(const SweepConfig& config, const SweepOptions& options, std::
     for (const SweepVariant* v : entering) {
       if (!read_stage(variant_dir(options.sweep_dir, *v), file)) to_run.push_back(v);
     }
-    log << "sweep: rung " << r + 1 << " of " << rungs.size() << ": " << entering.size()
-        << " variant(s) to step " << steps << " (" << entering.size() - to_run.size()
-        << " there already)" << std::endl;
+    schedule_log(options, log) << "sweep: rung " << r + 1 << " of " << rungs.size() << ": "
+                               << entering.size() << " variant(s) to step " << steps << " ("
+                               << entering.size() - to_run.size() << " there already)" << std::endl;
     const auto reached = [&](const SweepVariant& v, double wall) -> Status {
       const std::string dir = variant_dir(options.sweep_dir, v);
       StageRecord record{steps, wall, last_examples_per_sec(join_path(dir, "train.log")), {}};
@@ -192,8 +199,15 @@ Status run_halving(const SweepConfig& config, const SweepOptions& options, std::
     if (end.stopped || last) return Status();
 
     std::vector<std::optional<double>> scores;
-    for (const SweepVariant* v : entering)
-      scores.push_back(read_stage(variant_dir(options.sweep_dir, *v), rung_file(steps))->best);
+    for (const SweepVariant* v : entering) {
+      const std::string dir = variant_dir(options.sweep_dir, *v);
+      const std::optional<StageRecord> at_rung = read_stage(dir, rung_file(steps));
+      if (!at_rung)
+        return data_loss(join_path(dir, rung_file(steps)),
+                         " is missing or not a rung record: delete the variant's directory to "
+                         "train it again");
+      scores.push_back(at_rung->best);
+    }
     const std::vector<size_t> kept =
         halving_survivors(scores, mode, halving_keep(entering.size(), config.eta));
     std::vector<const SweepVariant*> next;
@@ -208,16 +222,17 @@ Status run_halving(const SweepConfig& config, const SweepOptions& options, std::
       dropped_names += (dropped_names.empty() ? "" : ", ") + v.name;
       if (!sweep_leader(options)) continue;
       const std::string dir = variant_dir(options.sweep_dir, v);
-      const std::optional<StageRecord> at_rung = read_stage(dir, rung_file(steps));
+      const StageRecord at_rung = read_stage(dir, rung_file(steps)).value_or(StageRecord{});
       IC_RETURN_IF_ERROR(
           finish_variant(options, v,
                          StageRecord{steps,
-                                     earlier_rungs_wall(dir, rungs, steps) + at_rung->wall_seconds,
-                                     at_rung->examples_per_sec,
+                                     earlier_rungs_wall(dir, rungs, steps) + at_rung.wall_seconds,
+                                     at_rung.examples_per_sec,
                                      {}}));
     }
-    log << "sweep: after step " << steps << " by " << choice_name(config.metric) << ": continuing "
-        << kept_names << "; dropped " << dropped_names << std::endl;
+    schedule_log(options, log) << "sweep: after step " << steps << " by "
+                               << choice_name(config.metric) << ": continuing " << kept_names
+                               << "; dropped " << dropped_names << std::endl;
     entering = std::move(next);
   }
   return Status();
