@@ -110,9 +110,7 @@ Result<StageEnd> train_stage_in_groups(const SweepConfig& config, const SweepOpt
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     RunEnd how = RunEnd::reached;
     if (first) {
-      Result<std::optional<std::string>> latest = latest_checkpoint(join_path(dir, "model"));
-      const int64_t step =
-          latest.ok() && latest->has_value() ? checkpoint_step(**latest).value_or(-1) : -1;
+      const int64_t step = trained_step(dir);
       if (code != 0) {
         how = RunEnd::failed;
         log << "sweep: " << v.name << " failed (exit code " << code << "); its log is " << log_path

@@ -2,7 +2,8 @@
 // experiment, in <sweep_dir>/, names the flags the variants set (with the values they take)
 // and the evaluation metrics the trainers write to <variant>/model/eval; each variant is a
 // session in <variant>/, with its flag values, started when the sweep first schedules it (the
-// stage that trains it begins) and ended when it is finished. The dashboard then lists every variant with its flags and scores.
+// stage that trains it begins) and ended when it is finished. The dashboard then lists every
+// variant with its flags and scores.
 #pragma once
 
 #include <string>

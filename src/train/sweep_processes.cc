@@ -98,9 +98,7 @@ Result<StageEnd> train_stage_in_processes(const SweepConfig& config, const Sweep
     running.erase(it);
     const std::string dir = variant_dir(options.sweep_dir, v);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    Result<std::optional<std::string>> latest = latest_checkpoint(join_path(dir, "model"));
-    const int64_t step =
-        latest.ok() && latest->has_value() ? checkpoint_step(**latest).value_or(-1) : -1;
+    const int64_t step = trained_step(dir);
     if (code != 0) {
       end.failures.push_back(v.name);
       log << "sweep: " << v.name << " failed (exit code " << code << "); its log is "

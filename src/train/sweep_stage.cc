@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "io/checkpoint_dir.h"
 #include "io/file_system.h"
 
 namespace ic {
@@ -54,6 +55,11 @@ Status stage_failed(const StageEnd& end) {
         (names.empty() ? "" : ", and ") + std::to_string(end.failed_elsewhere) + " in other groups";
   return error("sweep: ", end.failures.size() + end.failed_elsewhere, " variant(s) failed: ", names,
                " (each one's train.log says why)");
+}
+
+int64_t trained_step(const std::string& variant_dir) {
+  Result<std::optional<std::string>> latest = latest_checkpoint(join_path(variant_dir, "model"));
+  return latest.ok() && latest->has_value() ? checkpoint_step(**latest).value_or(-1) : -1;
 }
 
 }  // namespace ic

@@ -39,6 +39,9 @@ std::string flags_text(const std::vector<FlagSetting>& flags);
 std::vector<std::string> variant_command(const SweepConfig& config, const SweepOptions& options,
                                          const SweepVariant& v, int threads, int64_t steps);
 
+// The global step of the newest checkpoint in a variant's directory (-1: none yet).
+int64_t trained_step(const std::string& variant_dir);
+
 // A trainer process per variant, options.parallel at a time, the cores split between them.
 Result<StageEnd> train_stage_in_processes(const SweepConfig& config, const SweepOptions& options,
                                           const std::vector<const SweepVariant*>& variants,
