@@ -15,6 +15,7 @@
 #include "infer/saved_model_export.h"
 #include "infer/warmup_export.h"
 #include "io/checkpoint_dir.h"
+#include "io/export_versions.h"
 #include "io/file_system.h"
 #include "io/posix_file.h"
 #include "io/safetensors.h"
@@ -248,7 +249,7 @@ Result<std::string> export_newest_saved_model(const std::string& model_dir,
 Status remove_export(const std::string& dir) {
   IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(dir));
   if (fs->writes_appear_whole()) {
-    for (const char* marker : {"saved_model.pb", "model.onnx", "model.safetensors"}) {
+    for (const std::string& marker : export_marker_files()) {
       const std::string path = join_path(dir, marker);
       IC_ASSIGN_OR_RETURN(bool there, fs->exists(path));
       if (there) IC_RETURN_IF_ERROR(fs->remove(path));

@@ -149,6 +149,30 @@ Result<std::vector<std::string>> list_files(const std::string& dir,
   return out;
 }
 
+Status copy_file(const std::string& from, const std::string& to) {
+  IC_ASSIGN_OR_RETURN(FileSystem * from_fs, file_system_for(from));
+  IC_ASSIGN_OR_RETURN(FileSystem * to_fs, file_system_for(to));
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> in, from_fs->open_read(from));
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out, to_fs->open_write(to));
+  constexpr uint64_t kBlock = 8 << 20;
+  std::string block;
+  for (uint64_t at = 0; at < in->size(); at += kBlock) {
+    block.resize(static_cast<size_t>(std::min(kBlock, in->size() - at)));
+    IC_RETURN_IF_ERROR(in->read(at, block.size(), block.data()));
+    IC_RETURN_IF_ERROR(out->append(block));
+  }
+  return out->close();
+}
+
+Result<std::string> read_file_tail(const std::string& path, uint64_t max_bytes) {
+  IC_ASSIGN_OR_RETURN(FileSystem * fs, file_system_for(path));
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs->open_read(path));
+  const uint64_t n = std::min(max_bytes, file->size());
+  std::string bytes(static_cast<size_t>(n), '\0');
+  IC_RETURN_IF_ERROR(file->read(file->size() - n, bytes.size(), bytes.data()));
+  return bytes;
+}
+
 BufferedReader::BufferedReader(std::unique_ptr<RandomAccessFile> file, size_t buffer_bytes,
                                bool read_ahead)
     : file_(std::move(file)),

@@ -115,6 +115,12 @@ Status rename_file(const std::string& from, const std::string& to);
 // `name_prefix`, sorted.
 Result<std::vector<std::string>> list_files(const std::string& dir,
                                             const std::string& name_prefix = "");
+// Copies a file or object to another path, on the same storage or across (a local file to
+// gs://), in blocks; `to` appears whole when its storage's writes do, else it is written in
+// place (callers that publish it write to a temp name and rename).
+Status copy_file(const std::string& from, const std::string& to);
+// The last `max_bytes` bytes of a file (all of it when it is smaller): the end of a log.
+Result<std::string> read_file_tail(const std::string& path, uint64_t max_bytes);
 
 // A sequential reader over a RandomAccessFile with one large buffer. With read_ahead, the
 // block after the buffer is fetched in the background while the buffer is consumed (for

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iomanip>
 #include <sstream>
@@ -19,14 +17,14 @@
 namespace ic {
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr const char* kResultFile = "result.json";
 constexpr const char* kWinnerRecord = "assets.extra/sweep_winner.json";
 
 // The last "examples/sec: X" of a trainer's log (0 when there is none).
 double last_examples_per_sec(const std::string& log_path) {
-  std::ifstream in(log_path);
+  Result<std::string> tail = read_file_tail(log_path, 1 << 16);
+  if (!tail.ok()) return 0;
+  std::istringstream in(*tail);
   double last = 0;
   for (std::string line; std::getline(in, line);) {
     const size_t at = line.find("examples/sec: ");
@@ -115,8 +113,7 @@ Result<StageEnd> train_stage(const SweepConfig& config, const SweepOptions& opti
                              const VariantDone& done, std::ostream& log) {
   if (sweep_leader(options)) {
     for (const SweepVariant* v : variants) {
-      std::error_code ec;
-      fs::create_directories(variant_dir(options.sweep_dir, *v), ec);
+      IC_RETURN_IF_ERROR(make_dirs(variant_dir(options.sweep_dir, *v)));
       IC_RETURN_IF_ERROR(write_hparams_session_start(config, *v, options.sweep_dir));
     }
   }
@@ -241,11 +238,7 @@ Status run_halving(const SweepConfig& config, const SweepOptions& options, std::
 }  // namespace
 
 Status run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& log) {
-  if (!local_path(options.sweep_dir))
-    return invalid_argument("--sweep_dir must be a local directory: ", options.sweep_dir);
-  std::error_code ec;
-  fs::create_directories(options.sweep_dir, ec);
-  if (ec) return error("cannot create ", options.sweep_dir, ": ", ec.message());
+  IC_RETURN_IF_ERROR(make_dirs(options.sweep_dir));
   if (options.variant_index >= static_cast<int64_t>(config.variants.size()))
     return invalid_argument("--variant_index=", options.variant_index, ": the config has ",
                             config.variants.size(), " variants (0 to ", config.variants.size() - 1,
@@ -307,9 +300,7 @@ std::string leaderboard_csv(const SweepConfig& config, const std::vector<Leaderb
 
 Result<std::string> export_winner(const std::string& sweep_dir, const LeaderboardRow& winner) {
   const std::string serving = join_path(sweep_dir, "serving");
-  std::error_code ec;
-  fs::create_directories(serving, ec);
-  if (ec) return error("cannot create ", serving, ": ", ec.message());
+  IC_RETURN_IF_ERROR(make_dirs(serving));
   IC_ASSIGN_OR_RETURN(auto versions, export_version_dirs(serving));  // highest first
   const int64_t newest = versions.empty() ? -1 : versions.front().first;
   const std::string record = "{\"variant\": " + json_quote(winner.variant) +
@@ -321,15 +312,7 @@ Result<std::string> export_winner(const std::string& sweep_dir, const Leaderboar
   }
   const int64_t version =
       std::max(newest + 1, export_version_number(base_name(winner.best_export)).value_or(0));
-  const std::string temp = join_path(serving, "temp-" + std::to_string(version));
-  const std::string final_dir = join_path(serving, std::to_string(version));
-  fs::remove_all(temp, ec);
-  fs::copy(winner.best_export, temp, fs::copy_options::recursive, ec);
-  if (ec) return error("cannot copy ", winner.best_export, " to ", temp, ": ", ec.message());
-  IC_RETURN_IF_ERROR(write_file_atomically(join_path(temp, kWinnerRecord), {record}));
-  fs::rename(temp, final_dir, ec);
-  if (ec) return error("cannot rename ", temp, " to ", final_dir, ": ", ec.message());
-  return final_dir;
+  return copy_export_version(winner.best_export, serving, version, {{kWinnerRecord, record}});
 }
 
 }  // namespace ic

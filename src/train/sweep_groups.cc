@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -21,8 +20,6 @@
 
 namespace ic {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Standard output and error appended to a file for as long as it lives (the trainer writes to
 // them), then put back.
@@ -94,27 +91,34 @@ Result<StageEnd> train_stage_in_groups(const SweepConfig& config, const SweepOpt
     }
     const SweepVariant& v = *variants[i];
     const std::string dir = variant_dir(options.sweep_dir, v);
-    std::error_code ec;
-    fs::create_directories(dir, ec);  // every process: the first may not have got there yet
-    const std::string log_path =
-        join_path(dir, first ? "train.log" : "train.rank-" + std::to_string(group.rank()) + ".log");
+    // Every process makes the directory (the first may not have got there yet). A process that
+    // cannot still runs the trainer, whose output then goes where the sweep's does: the group's
+    // other processes are waiting for it there, and the trainer says what is wrong.
+    (void)make_dirs(dir);
+    const std::string log_name =
+        first ? "train.log" : "train.rank-" + std::to_string(group.rank()) + ".log";
+    Result<std::string> log_path = running_log_path(options, v, log_name);
+    if (!log_path.ok()) std::cerr << "sweep: " << log_path.status().message() << std::endl;
     if (first) {
       log << "sweep: group " << options.group_index << " (" << group.size()
           << " processes) training " << v.name << " (" << flags_text(v.flags) << ", " << threads
           << " threads) to step " << steps << " in " << dir << std::endl;
     }
     const auto started = std::chrono::steady_clock::now();
-    const int code = run_trainer_here(
-        config, options, variant_command(config, options, v, threads, steps), log_path);
+    const int code =
+        run_trainer_here(config, options, variant_command(config, options, v, threads, steps),
+                         log_path.ok() ? *log_path : "");
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (Status published = publish_log(options, v, log_name); !published.ok())
+      std::cerr << "sweep: " << v.name << ": " << published.message() << std::endl;
     RunEnd how = RunEnd::reached;
     if (first) {
       const int64_t step = trained_step(dir);
       if (code != 0) {
         how = RunEnd::failed;
-        log << "sweep: " << v.name << " failed (exit code " << code << "); its log is " << log_path
-            << std::endl;
+        log << "sweep: " << v.name << " failed (exit code " << code << "); its log is "
+            << join_path(dir, log_name) << std::endl;
       } else if (step < steps) {
         how = RunEnd::stopped;
         log << "sweep: " << v.name << " stopped at step " << step << " of " << steps

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <vector>
 
@@ -13,7 +12,6 @@
 namespace ic {
 namespace {
 
-namespace fs = std::filesystem;
 namespace hp = tensorboard::hparams;
 
 constexpr const char* kPlugin = "hparams";
@@ -81,11 +79,8 @@ std::vector<HParam> sweep_hparams(const SweepConfig& config) {
 
 // True when `dir` holds an event file of its own (not in a subdirectory).
 bool has_event_file(const std::string& dir) {
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().rfind("events.out.tfevents.", 0) == 0) return true;
-  }
-  return false;
+  Result<std::vector<std::string>> events = list_files(dir, "events.out.tfevents.");
+  return events.ok() && !events->empty();
 }
 
 Status write_plugin_data(const std::string& dir, const char* tag, const hp::HParamsPluginData& d) {

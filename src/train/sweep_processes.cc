@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -22,8 +21,8 @@ extern char** environ;
 namespace ic {
 namespace {
 
-namespace fs = std::filesystem;
 using SweepClock = std::chrono::steady_clock;
+constexpr const char* kLog = "train.log";
 
 // Starts `args` with stdout and stderr appended to `log_path`.
 Result<pid_t> spawn_logged(const std::vector<std::string>& args, const std::string& log_path) {
@@ -62,18 +61,19 @@ Result<StageEnd> train_stage_in_processes(const SweepConfig& config, const Sweep
   std::map<pid_t, SweepRun> running;
   StageEnd end;
   size_t next = 0;
-  std::error_code ec;
   while ((!end.stopped && next < variants.size()) || !running.empty()) {
     while (!end.stopped && next < variants.size() && static_cast<int>(running.size()) < parallel) {
       const SweepVariant& v = *variants[next++];
       const std::string dir = variant_dir(options.sweep_dir, v);
-      fs::create_directories(dir, ec);
-      if (ec) return error("cannot create ", dir, ": ", ec.message());
+      IC_RETURN_IF_ERROR(make_dirs(dir));
+      IC_ASSIGN_OR_RETURN(std::string log_path, running_log_path(options, v, kLog));
       const std::vector<std::string> args = variant_command(config, options, v, threads, steps);
-      Result<pid_t> pid = spawn_logged(args, join_path(dir, "train.log"));
+      Result<pid_t> pid = spawn_logged(args, log_path);
       if (!pid.ok()) return pid.status();
       log << "sweep: training " << v.name << " (" << flags_text(v.flags) << ", " << threads
-          << " threads) to step " << steps << " in " << dir << std::endl;
+          << " threads) to step " << steps << " in " << dir;
+      if (log_path != join_path(dir, kLog)) log << ", its output in " << log_path;
+      log << std::endl;
       running[*pid] = SweepRun{&v, SweepClock::now()};
     }
     int status = 0;
@@ -99,6 +99,8 @@ Result<StageEnd> train_stage_in_processes(const SweepConfig& config, const Sweep
     const std::string dir = variant_dir(options.sweep_dir, v);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     const int64_t step = trained_step(dir);
+    if (Status published = publish_log(options, v, kLog); !published.ok())
+      log << "sweep: " << v.name << ": " << published.message() << std::endl;
     if (code != 0) {
       end.failures.push_back(v.name);
       log << "sweep: " << v.name << " failed (exit code " << code << "); its log is "

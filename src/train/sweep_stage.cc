@@ -2,6 +2,8 @@
 #include "train/sweep_stage.h"
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 
 #include "io/checkpoint_dir.h"
 #include "io/file_system.h"
@@ -14,7 +16,49 @@ bool has_flag(const std::vector<FlagSetting>& flags, const std::string& name) {
                      [&](const FlagSetting& f) { return f.first == name; });
 }
 
+// The staging directory of a sweep on an object store: one per sweep directory, so that a sweep
+// run again on this machine finds what a killed one left.
+std::string staging_dir(const std::string& sweep_dir) {
+  std::string name;
+  for (char c : sweep_dir) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return (std::filesystem::temp_directory_path() / "inception-sweep" / name).string();
+}
+
+constexpr uint64_t kMaxLogBytes = uint64_t{1} << 30;
+
 }  // namespace
+
+Result<std::string> running_log_path(const SweepOptions& options, const SweepVariant& v,
+                                     const std::string& name) {
+  if (local_path(options.sweep_dir)) return join_path(variant_dir(options.sweep_dir, v), name);
+  const std::string dir = join_path(staging_dir(options.sweep_dir), v.name);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return error("cannot create ", dir, " for the trainers' logs: ", ec.message());
+  return join_path(dir, name);
+}
+
+Status publish_log(const SweepOptions& options, const SweepVariant& v, const std::string& name) {
+  if (local_path(options.sweep_dir)) return Status();
+  IC_ASSIGN_OR_RETURN(std::string staged, running_log_path(options, v, name));
+  IC_ASSIGN_OR_RETURN(bool have_staged, path_exists(staged));
+  if (!have_staged) return Status();
+  IC_ASSIGN_OR_RETURN(std::string added, read_file_to_string(staged, kMaxLogBytes));
+  const std::string target = join_path(variant_dir(options.sweep_dir, v), name);
+  IC_ASSIGN_OR_RETURN(bool have_earlier, path_exists(target));
+  std::string earlier;
+  if (have_earlier) {
+    IC_ASSIGN_OR_RETURN(earlier, read_file_to_string(target, kMaxLogBytes));
+  }
+  IC_RETURN_IF_ERROR(write_file_atomically(target, {earlier, added}));
+  IC_RETURN_IF_ERROR(remove_file(staged));
+  // The variant's staging directory, then the sweep's, when nothing else is staged there.
+  std::error_code ec;
+  const std::filesystem::path variant_staging = std::filesystem::path(staged).parent_path();
+  if (std::filesystem::remove(variant_staging, ec))
+    std::filesystem::remove(variant_staging.parent_path(), ec);
+  return Status();
+}
 
 std::string variant_dir(const std::string& sweep_dir, const SweepVariant& v) {
   return join_path(sweep_dir, v.name);

@@ -39,6 +39,17 @@ std::string flags_text(const std::vector<FlagSetting>& flags);
 std::vector<std::string> variant_command(const SweepConfig& config, const SweepOptions& options,
                                          const SweepVariant& v, int threads, int64_t steps);
 
+// Where a trainer's output (`name`: train.log, train.rank-<r>.log) goes while it runs: the
+// variant's directory when the sweep's is local; when it is on an object store, which has no
+// appends, a local staging file under $TMPDIR/inception-sweep/, which publish_log() adds to the
+// variant's object when the run ends. The staging directory is made here.
+Result<std::string> running_log_path(const SweepOptions& options, const SweepVariant& v,
+                                     const std::string& name);
+// After a run: on an object store, <variant>/<name> becomes its earlier contents followed by the
+// staged file, which is then deleted (a file a killed sweep left is published by the next run).
+// Nothing for a local sweep directory.
+Status publish_log(const SweepOptions& options, const SweepVariant& v, const std::string& name);
+
 // The global step of the newest checkpoint in a variant's directory (-1: none yet).
 int64_t trained_step(const std::string& variant_dir);
 

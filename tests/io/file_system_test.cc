@@ -140,6 +140,22 @@ TEST_F(FileSystemTest, ExclusiveWriteRefusesAnExistingFile) {
   EXPECT_NE(again.status().message().find("already exists"), std::string::npos);
 }
 
+TEST_F(FileSystemTest, CopyFileAndReadFileTail) {
+  std::string bytes(9 << 20, '\0');  // more than one 8 MiB block
+  std::mt19937 rng(4);
+  for (char& c : bytes) c = static_cast<char>(rng());
+  ASSERT_TRUE(write_file_atomically(dir_ + "/from", {bytes}).ok());
+  ASSERT_TRUE(copy_file(dir_ + "/from", dir_ + "/to").ok());
+  EXPECT_EQ(read_file_to_string(dir_ + "/to", 16 << 20).value(), bytes);
+  EXPECT_EQ(read_file_tail(dir_ + "/to", 5).value(), bytes.substr(bytes.size() - 5));
+  ASSERT_TRUE(write_file_atomically(dir_ + "/short", {"abc"}).ok());
+  EXPECT_EQ(read_file_tail(dir_ + "/short", 100).value(), "abc");
+  const Status missing = copy_file(dir_ + "/nothing", dir_ + "/to2");
+  EXPECT_EQ(missing.code(), StatusCode::not_found) << missing.message();
+  EXPECT_NE(missing.message().find(dir_ + "/nothing"), std::string::npos) << missing.message();
+  EXPECT_FALSE(fs::exists(dir_ + "/to2"));
+}
+
 TEST_F(FileSystemTest, BufferedReaderReadsEveryByteAcrossBufferBoundaries) {
   std::string bytes(100000, '\0');
   std::mt19937 rng(7);

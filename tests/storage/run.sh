@@ -23,6 +23,9 @@
 #      restart resumes from the newest
 #   8. export_model killed (SIGKILL) at random moments while it writes to gs:// never leaves
 #      a version that classify (serve's rule, the newest servable) would pick half-written
+#   9. sweep --sweep_dir=gs://...: the variants' runs, logs, result and HParams event files,
+#      leaderboard.csv (the local sweep's scores) and the winner in serving/ are objects;
+#      classify serves the winner from there; run again, the sweep retrains nothing
 # Anything that cannot be installed or run fails the script; nothing is skipped.
 #   usage: tests/storage/run.sh            (IC_BIN_DIR=... for another build's bin directory)
 set -euo pipefail
@@ -42,7 +45,7 @@ die() {
   exit 1
 }
 
-for tool in inception_v3 make_fake_imagenet classify inspect_checkpoint export_model serve; do
+for tool in inception_v3 make_fake_imagenet classify inspect_checkpoint export_model serve sweep; do
   [[ -x $bin/$tool ]] || die "$bin/$tool is not built (cmake --build build first)"
 done
 command -v "$python" >/dev/null || die "$python not found"
@@ -118,7 +121,7 @@ tiny=(--use_tpu=False --num_threads=1 --iterations=2 --train_batch_size=2 --eval
       --num_parallel_calls=1 --seed=3 --train_steps_per_eval=2 --eval_total_size=8)
 gs=gs://$bucket
 
-say "1/8: the converter's shards go to gs://"
+say "1/9: the converter's shards go to gs://"
 run data_local "$bin/make_fake_imagenet" --output_dir="$work/data" "${data_flags[@]}"
 run data_gs "$bin/make_fake_imagenet" --output_dir="$gs/data" "${data_flags[@]}"
 for f in train-00000-of-00003 train-00002-of-00003 validation-00000-of-00001; do
@@ -140,7 +143,7 @@ run convert_resume "$bin/imagenet_to_tfrecord" "${convert[@]}" --local_scratch_d
   --resume
 grep -q "resumed" "$work/convert_resume.log" || die "--resume did not find the shards in the bucket"
 
-say "2/8: train_and_eval from and to gs://, with an eval process following the model_dir"
+say "2/9: train_and_eval from and to gs://, with an eval process following the model_dir"
 "$bin/inception_v3" --mode=eval --data_dir="$gs/data" --model_dir="$gs/model" "${tiny[@]}" \
   --train_steps=6 --eval_timeout=300 >"$work/follow.log" 2>&1 &
 follower=$!
@@ -157,7 +160,7 @@ grep -q '^model/events.out.tfevents' "$work/model_objects.txt" || die "no traini
 grep -q '^model/eval/events.out.tfevents' "$work/model_objects.txt" || die "no eval event file in gs://$bucket/model/eval"
 same_checkpoint "$gs/model/model.ckpt-4" "$work/model/model.ckpt-4" "after 4 steps"
 
-say "3/8: a restart resumes from the gs:// checkpoint"
+say "3/9: a restart resumes from the gs:// checkpoint"
 run resume_gs "$bin/inception_v3" --mode=train_and_eval --data_dir="$gs/data" \
   --model_dir="$gs/model" "${tiny[@]}" --train_steps=6
 grep -qF "Restoring parameters from $gs/model/model.ckpt-4 (global step 4)" "$work/resume_gs.log" || {
@@ -176,7 +179,7 @@ grep -qF "Evaluation finished after training step 6" "$work/follow.log" || {
   die "--mode=eval did not follow $gs/model to step 6"
 }
 
-say "4/8: classify reads the model and an image from gs://"
+say "4/9: classify reads the model and an image from gs://"
 run raw "$bin/make_fake_imagenet" --output_dir="$work/raw" --raw_layout --num_train_images=2 \
   --num_validation_images=1 --image_size=80 --num_classes=10 --seed=5
 image=$(find "$work/raw" -name '*.JPEG' | sort | head -1)
@@ -190,7 +193,7 @@ run classify_local "$bin/classify" --model_dir="$work/model" --num_threads=1 \
   --logits_out="$work/local.npy" "$image"
 cmp -s "$work/gs.npy" "$work/local.npy" || die "classify's logits differ between gs:// and local"
 
-say "5/8: exports to a gs:// export_dir; classify and serve read them from there"
+say "5/9: exports to a gs:// export_dir; classify and serve read them from there"
 run export_saved_model_gs "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports"
 run export_safetensors_gs "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports" \
   --format=safetensors
@@ -227,7 +230,7 @@ grep -q '"predictions"' "$work/predicted.json" || die "serve's answer has no pre
 kill "$server"
 wait "$server" || die "serve did not exit 0 on SIGTERM: $(tail -3 "$work/serve.log")"
 
-say "6/8: faults between the programs and the emulator"
+say "6/9: faults between the programs and the emulator"
 proxy_port=$(free_port)
 rules=$work/rules.json
 echo '[]' >"$rules"
@@ -292,7 +295,7 @@ for name in $listed; do
     die "$name, named by the checkpoint object, is not complete"
 done
 
-say "7/8: a trainer killed (SIGKILL) while it saves to gs:// leaves only complete checkpoints"
+say "7/9: a trainer killed (SIGKILL) while it saves to gs:// leaves only complete checkpoints"
 export STORAGE_EMULATOR_HOST=$emulator
 unset IC_STORAGE_RETRY_DELAY_MS IC_STORAGE_TIMEOUT_S
 for round in 1 2 3; do
@@ -323,7 +326,7 @@ grep -qF "(global step $latest)" "$work/kill_resume.log" || {
   cat "$work/kill_resume.log" >&2
   die "the restart did not resume from step $latest"
 }
-say "8/8: export_model killed (SIGKILL) while it writes to gs:// leaves no half version to pick"
+say "8/9: export_model killed (SIGKILL) while it writes to gs:// leaves no half version to pick"
 run export_kill_first "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_kill" \
   --format=safetensors
 for round in $(seq 10); do
@@ -342,4 +345,47 @@ unfinished=$(grep -L '^Exported ' "$work"/export_victim_*.log | wc -l)
 say "  $unfinished of 10 exports were killed before they finished"
 run export_kill_last "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_kill" \
   --format=safetensors
+
+say "9/9: a sweep whose directory is gs://"
+cat >"$work/sweep.json" <<EOF
+{"trainer": "inception_v3",
+ "flags": {"use_tpu": false, "iterations": 2, "train_batch_size": 2, "eval_batch_size": 2,
+           "eval_total_size": 8, "width": 75, "height": 75, "num_classes": 11,
+           "save_checkpoints_secs": 0, "train_steps_per_eval": 2, "seed": 3,
+           "num_parallel_calls": 1, "data_dir": "$gs/data"},
+ "grid": {"learning_rate": [0.1, 0.02], "depth_multiplier": [0.1]},
+ "metric": "loss", "budget": {"train_steps": 4}}
+EOF
+run sweep_gs "$bin/sweep" --sweep_dir="$gs/sweep" --config="$work/sweep.json" --parallel=2
+run sweep_local "$bin/sweep" --sweep_dir="$work/sweep" --config="$work/sweep.json" --parallel=2
+objects sweep/ >"$work/sweep_objects.txt"
+variants=$(cd "$work/sweep" && ls -d 0*/)
+[[ $(echo "$variants" | wc -w) == 2 ]] || die "the local sweep made $variants, not 2 variants"
+for v in $variants; do
+  for name in result.json train.log model/checkpoint export/; do
+    grep -q "^sweep/$v$name" "$work/sweep_objects.txt" || die "gs://$bucket/sweep/$v$name is missing"
+  done
+  grep -q "^sweep/${v}events.out.tfevents" "$work/sweep_objects.txt" ||
+    die "no HParams session event file in gs://$bucket/sweep/$v"
+  download "sweep/${v}train.log" "$work/sweep_train.log"
+  grep -q "examples/sec" "$work/sweep_train.log" ||
+    die "gs://$bucket/sweep/${v}train.log has no trainer output"
+done
+grep -q "^sweep/events.out.tfevents" "$work/sweep_objects.txt" ||
+  die "no HParams experiment in gs://$bucket/sweep"
+grep -q "^sweep/serving/[0-9]*/saved_model.pb$" "$work/sweep_objects.txt" ||
+  die "no winner in gs://$bucket/sweep/serving"
+grep -q "^sweep/serving/[0-9]*/assets.extra/sweep_winner.json$" "$work/sweep_objects.txt" ||
+  die "the winner in gs://$bucket/sweep/serving has no sweep_winner.json"
+download sweep/leaderboard.csv "$work/leaderboard_gs.csv" || die "no gs://$bucket/sweep/leaderboard.csv"
+# The scores (not the timing columns) equal the local sweep's: the runs are the same bit for bit.
+cmp -s <(cut -d, -f1-7 "$work/leaderboard_gs.csv") <(cut -d, -f1-7 "$work/sweep/leaderboard.csv") ||
+  die "the gs:// leaderboard $(cat "$work/leaderboard_gs.csv") differs from the local one $(cat "$work/sweep/leaderboard.csv")"
+run sweep_classify "$bin/classify" --model_dir="$gs/sweep/serving" --num_threads=1 "$gs/images/cat.JPEG"
+run sweep_again "$bin/sweep" --sweep_dir="$gs/sweep" --config="$work/sweep.json" --parallel=2
+if grep -q "sweep: training" "$work/sweep_again.log"; then
+  die "the sweep run again retrained: $(cat "$work/sweep_again.log")"
+fi
+[[ $(grep -c "is finished already" "$work/sweep_again.log") == 2 ]] ||
+  die "the sweep run again did not find both variants finished: $(cat "$work/sweep_again.log")"
 say "passed"
