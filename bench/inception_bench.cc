@@ -4,13 +4,15 @@
 //
 //   inception_bench --mode=train|infer --model=inception_v3 --batch=32 --size=299
 //                   --threads=2 --warmup=2 --steps=5 [--precision=float32|bfloat16|int8]
-//                   [--unfolded] [--write_onnx=PATH]
+//                   [--unfolded] [--write_onnx=PATH] [--int8_quantize_nodes]
 //
 // --precision is the number format, as classify's and serve's --precision name it
 // (runtime/precision.h); --bf16 is the older spelling of --precision=bfloat16. Training takes
 // float32 and bfloat16. --precision=int8 (inference) quantizes on the spot: the weight scales
 // are the folded weights' per-channel ones and the input scales come from one forward over the
 // random images (random_int8_scales.h), so its figures are speed only; the output line says so.
+// --int8_quantize_nodes keeps a Quantize node before every int8 layer instead of letting the
+// convolutions before them write u8 (graph/quantize_pass.h's write_int8_outputs), to compare.
 // --write_onnx writes the ONNX export (infer/onnx_export.h) of the same random weights and
 // exits, for the ONNX Runtime and OpenVINO peers of bench/cpu_precision.sh.
 //
@@ -49,6 +51,7 @@ struct Args {
   int batch = 32, size = 299, threads = 2, warmup = 2, steps = 5;
   ic::InferencePrecision precision = ic::InferencePrecision::float32;
   bool unfolded = false;
+  bool int8_quantize_nodes = false;
   std::string write_onnx;
 };
 
@@ -93,6 +96,8 @@ bool parse(int argc, char** argv, Args* a) {
       a->precision = ic::InferencePrecision::bfloat16;
     else if (key == "--unfolded")
       a->unfolded = true;
+    else if (key == "--int8_quantize_nodes")
+      a->int8_quantize_nodes = true;
     else if (key == "--write_onnx")
       a->write_onnx = value;
     else {
@@ -148,6 +153,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: inception_bench --mode=train|infer [--model= --batch= --size= "
                  "--threads= --warmup= --steps= --precision=float32|bfloat16|int8 --unfolded "
+                 "--int8_quantize_nodes "
                  "--write_onnx=PATH]\n");
     return 2;
   }
@@ -221,6 +227,7 @@ int main(int argc, char** argv) {
     ic::InferenceGraphOptions base;
     auto graph_options = ic::graph_options_for(model, a.precision, **backend, base);
     if (!graph_options.ok()) return fail(graph_options.status());
+    graph_options->int8_outputs = !a.int8_quantize_nodes;
     auto inference = ic::prepare_inference_graph(*graph, source, *graph_options);
     if (!inference.ok()) return fail(inference.status());
     auto uploaded = ic::upload_params(**backend, *inference);
@@ -232,10 +239,12 @@ int main(int argc, char** argv) {
     compiled = std::move(*c);
     std::fprintf(stderr,
                  "inference graph: %d batch norms folded, %d ReLUs fused, %d average pools "
-                 "after their 1x1 convolution, %d values in bf16 (%d casts); %s\n",
+                 "after their 1x1 convolution, %d values in bf16 (%d casts), %d int8 "
+                 "convolutions writing u8; %s\n",
                  inference->stats.folded_batch_norm, inference->stats.fused_conv_relu,
                  inference->stats.pools_after_conv, inference->stats.bf16_activations,
-                 inference->stats.casts, compiled->summary().c_str());
+                 inference->stats.casts, inference->stats.int8_outputs,
+                 compiled->summary().c_str());
     executed = inference->graph;
     logits.resize(static_cast<size_t>(a.batch * options->num_classes));
     run = [&] {

@@ -41,9 +41,13 @@ Pads tf_pads(int64_t in_h, int64_t in_w, int kernel_h, int kernel_w, int stride_
 // saturates: 2 * 127 * 127 < 32767.
 constexpr int kInt8ActivationMax = 127;
 constexpr int kInt8WeightMax = 127;
+//   - with output_scale (convolutions only), y is u8 instead, in the same pass: the Quantize
+//     node's formula applied to that f32 value, clamp(round_half_even(y * (1 / output_scale)),
+//     0, kInt8ActivationMax), so that the next int8 layers read it as they read Quantize's.
 struct Int8Conv {
   float input_scale = 1.f;
   std::vector<float> weight_scales;  // one per output channel
+  std::optional<float> output_scale = std::nullopt;
 };
 
 // y = conv(x, w) (+ b) (then max(y, 0) if fused_relu).

@@ -67,6 +67,7 @@ Result<InferenceGraph> prepare_inference_graph(const Graph& graph, const ParamSo
   mark_forward_only(inference.graph, options);
   if (options.int8) {
     IC_ASSIGN_OR_RETURN(inference, quantize_layers(std::move(inference), *options.int8));
+    if (options.int8_outputs) inference = write_int8_outputs(std::move(inference));
   }
   if (options.activations == DType::bf16) {
     ActivationPrecisionStats bf16;

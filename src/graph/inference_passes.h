@@ -24,6 +24,7 @@ struct InferencePassStats {
   int removed_params = 0;            // parameters no node reads any more
   int bf16_activations = 0;          // values held in bf16 (graph/precision_pass.h)
   int casts = 0;                     // Cast nodes where values enter or leave bf16
+  int int8_outputs = 0;  // int8 convolutions writing u8 (graph/quantize_pass.h), no Quantize
 };
 
 struct InferenceGraph {

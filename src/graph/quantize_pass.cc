@@ -6,6 +6,8 @@
 #include <set>
 #include <utility>
 
+#include "graph/passes.h"
+
 namespace ic {
 
 namespace {
@@ -95,6 +97,29 @@ Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTabl
   for (size_t i = 0; i < graph.nodes.size(); ++i)
     for (ValueId out : graph.nodes[i].outputs)
       graph.values[static_cast<size_t>(out)].producer = static_cast<NodeId>(i);
+  return in;
+}
+
+InferenceGraph write_int8_outputs(InferenceGraph in) {
+  Graph& graph = in.graph;
+  const std::vector<std::vector<NodeId>> consumers = value_consumers(graph);
+  const std::vector<bool> visible = externally_visible(graph);
+  std::vector<bool> removed(graph.nodes.size(), false);
+  for (Node& quantize : graph.nodes) {
+    const auto* q = std::get_if<QuantizeDesc>(&quantize.desc);
+    if (q == nullptr || q->max_level != kInt8ActivationMax) continue;
+    const auto x = static_cast<size_t>(quantize.inputs.at(0));
+    const NodeId producer = graph.values[x].producer;
+    if (producer == kNone || consumers[x].size() != 1 || visible[x]) continue;
+    Node& conv_node = graph.nodes[static_cast<size_t>(producer)];
+    auto* conv = std::get_if<Conv2dDesc>(&conv_node.desc);
+    if (conv == nullptr || !conv->int8 || conv->int8->output_scale) continue;
+    conv->int8->output_scale = q->scale;
+    conv_node.outputs.at(0) = quantize.outputs.at(0);
+    removed[static_cast<size_t>(&quantize - graph.nodes.data())] = true;
+    ++in.stats.int8_outputs;
+  }
+  graph = without_nodes(std::move(graph), removed);  // recomputes every producer
   return in;
 }
 

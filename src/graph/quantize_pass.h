@@ -47,4 +47,11 @@ std::vector<float> per_channel_weight_scales(const std::vector<float>& weights, 
 // that is not a convolution or dense layer of the graph).
 Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTable& table);
 
+// After quantize_layers: an int8 convolution whose f32 output nothing but one Quantize node
+// reads (and the caller does not) writes that node's u8 value itself, at its scale
+// (Int8Conv::output_scale: the same bytes, bit for bit), and the Quantize node goes. In an
+// Inception block that is every convolution inside a branch; the branches' last ones, which
+// concatenation reads, still write f32. stats.int8_outputs counts them.
+InferenceGraph write_int8_outputs(InferenceGraph in);
+
 }  // namespace ic

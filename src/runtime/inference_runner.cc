@@ -28,6 +28,7 @@ Result<std::unique_ptr<InferenceRunner>> InferenceRunner::create(
     // The folded values do not depend on the batch size: the first graph's upload serves all.
     if (runner->graphs_.empty()) {
       IC_ASSIGN_OR_RETURN(runner->params_, upload_params(backend, *inference));
+      runner->pass_stats_ = inference->stats;
     }
     Compiled c;
     c.batch_size = size;

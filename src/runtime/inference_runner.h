@@ -28,6 +28,8 @@ class InferenceRunner {
   std::vector<int64_t> batch_sizes() const;
   int64_t image_floats() const { return image_floats_; }  // H * W * 3 of one image
   int64_t num_classes() const { return num_classes_; }
+  // What the inference passes did (the graphs of every batch size are made alike).
+  const InferencePassStats& pass_stats() const { return pass_stats_; }
 
   // Runs `batch_size` (one of batch_sizes()) preprocessed images [batch_size, H, W, 3] and
   // writes their logits [batch_size, num_classes]. One caller at a time.
@@ -44,6 +46,7 @@ class InferenceRunner {
   DeviceParams params_;
   std::vector<Compiled> graphs_;  // ascending batch size
   int64_t image_floats_ = 0, num_classes_ = 0;
+  InferencePassStats pass_stats_;
 };
 
 }  // namespace ic

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -36,30 +37,39 @@ class Int8Runner {
 
   std::vector<float> run(const std::vector<uint8_t>& x,
                          const std::vector<std::vector<float>>& params, size_t outputs) {
+    const std::vector<uint8_t> bytes = run_bytes(x, params, outputs * 4);
+    std::vector<float> y(bytes.size() / 4);
+    if (!y.empty()) std::memcpy(y.data(), bytes.data(), bytes.size());
+    return y;
+  }
+
+  // The output as bytes: u8 outputs (a convolution with an output scale).
+  std::vector<uint8_t> run_bytes(const std::vector<uint8_t>& x,
+                                 const std::vector<std::vector<float>>& params,
+                                 size_t output_bytes) {
     if (!kernel_) return {};
     buffers_.clear();
     OpBindings b;
     b.inputs = {upload(x.data(), x.size())};
     for (const auto& p : params) b.params.push_back(upload(p.data(), p.size() * 4));
-    b.outputs = {alloc(outputs * 4)};
+    b.outputs = {alloc(output_bytes)};
     if (kernel_->workspace_bytes()) b.workspace = alloc(kernel_->workspace_bytes());
     const Status bound = kernel_->bind(b);
     EXPECT_TRUE(bound.ok()) << bound.message();
     if (!bound.ok()) return {};
-    std::vector<float> first = forward(b, outputs);
+    std::vector<uint8_t> first = forward(b, output_bytes);
     if (b.workspace) poison(b.workspace, kernel_->workspace_bytes());
-    poison(b.outputs[0], outputs * 4);
-    std::vector<float> second = forward(b, outputs);
-    EXPECT_EQ(0, std::memcmp(first.data(), second.data(), outputs * 4))
-        << "a second forward gave another answer";
+    poison(b.outputs[0], output_bytes);
+    std::vector<uint8_t> second = forward(b, output_bytes);
+    EXPECT_EQ(first, second) << "a second forward gave another answer";
     return first;
   }
 
  private:
-  std::vector<float> forward(const OpBindings& b, size_t outputs) {
+  std::vector<uint8_t> forward(const OpBindings& b, size_t bytes) {
     kernel_->forward(StepContext{});
-    std::vector<float> y(outputs);
-    backend_.download(y.data(), b.outputs[0], outputs * 4);
+    std::vector<uint8_t> y(bytes);
+    backend_.download(y.data(), b.outputs[0], bytes);
     return y;
   }
   void poison(void* p, size_t bytes) {
@@ -359,6 +369,83 @@ TEST(CpuInt8Conv, RefusesTrainingAndBadScales) {
   zero_input.input_scale = 0.f;
   EXPECT_EQ(backend->compile(int8_conv(c, zero_input, false, false)).status().code(),
             StatusCode::invalid_argument);
+}
+
+// Quantize's formula (ops.h): clamp(round_half_even(y * (1 / scale)), 0, kInt8ActivationMax).
+std::vector<uint8_t> reference_quantize(const std::vector<float>& y, float scale) {
+  const float inverse = 1.f / scale;
+  std::vector<uint8_t> q;
+  for (float v : y) {
+    const float level = std::nearbyint(v * inverse);
+    q.push_back(static_cast<uint8_t>(std::clamp(level, 0.f, float{kInt8ActivationMax})));
+  }
+  return q;
+}
+
+// A convolution with an output scale writes u8: its own f32 output (the same convolution
+// without the scale) quantized, bit for bit, with or without ReLU and bias; the output scale
+// puts the largest values past 127, so the clamp is exercised too. With power-of-two scales
+// and no bias the f32 output is the integer reference's, so that is checked as well.
+TEST(CpuInt8Conv, U8OutputIsItsF32OutputQuantizedBitForBit) {
+  auto backend = cpu_backend();
+  uint32_t seed = 500;
+  for (const Int8ConvCase& c : kConvCases)
+    for (bool exact : {true, false})
+      for (bool relu : {false, true}) {
+        Conv2dDesc d = exact ? int8_conv(c, power_of_two_scales(c.filters), false, relu)
+                             : int8_conv(c, arbitrary_scales(c.filters, seed++), true, relu);
+        const auto x = random_activations(d.input.numel(), seed++);
+        const auto w = random_floats(weight_count(d), seed++, -1.f, 1.f);
+        std::vector<std::vector<float>> params = {w};
+        if (d.has_bias) params.push_back(random_floats(c.filters, seed++, -2.f, 2.f));
+        const auto outputs = static_cast<size_t>(d.output().numel());
+        Int8Runner f32_runner(*backend, d);
+        ASSERT_NE(f32_runner.kernel(), nullptr) << int8_conv_name(d);
+        const std::vector<float> y = f32_runner.run(x, params, outputs);
+        if (exact) {
+          const auto sums = reference_conv_sums(d, x, reference_weights(w, d.int8->weight_scales));
+          expect_exact(y, rescale(sums, *d.int8, nullptr, relu).y, int8_conv_name(d));
+        }
+        const float largest = *std::max_element(y.begin(), y.end());
+        d.int8->output_scale = std::max(largest, 1e-3f) / 150.f;
+        Int8Runner u8_runner(*backend, d);
+        ASSERT_NE(u8_runner.kernel(), nullptr) << int8_conv_name(d) << " u8";
+        const std::vector<uint8_t> got = u8_runner.run_bytes(x, params, outputs);
+        const std::vector<uint8_t> want = reference_quantize(y, *d.int8->output_scale);
+        ASSERT_EQ(got.size(), want.size());
+        int reported = 0, saturated = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          saturated += want[i] == kInt8ActivationMax;
+          if (got[i] != want[i] && reported++ < 5)
+            ADD_FAILURE() << int8_conv_name(d) << " u8[" << i << "]: got " << int{got[i]}
+                          << ", expected " << int{want[i]} << " (f32 " << y[i] << ")";
+        }
+        EXPECT_GT(saturated, 0) << int8_conv_name(d);
+      }
+}
+
+TEST(CpuInt8Conv, RefusesBadOutputScalesAndU8DenseOutputs) {
+  auto backend = cpu_backend();
+  const Int8ConvCase c{{1, 6, 6, 8}, 4, 3, 3, 1, Padding::same};
+  for (float bad : {0.f, -1.f, std::numeric_limits<float>::infinity()}) {
+    Int8Conv q = power_of_two_scales(4);
+    q.output_scale = bad;
+    auto refused = backend->compile(int8_conv(c, q, false, false));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().code(), StatusCode::invalid_argument) << refused.status().message();
+  }
+  DenseDesc dense;
+  dense.batch = 1;
+  dense.in_features = 8;
+  dense.out_features = 4;
+  dense.training = false;
+  dense.needs_input_grad = false;
+  dense.int8 = power_of_two_scales(4);
+  dense.int8->output_scale = 0.5f;
+  auto refused = backend->compile(dense);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("convolutions only"), std::string::npos)
+      << refused.status().message();
 }
 
 DenseDesc int8_dense(int64_t batch, int64_t in, int64_t out, const Int8Conv& q, bool bias) {

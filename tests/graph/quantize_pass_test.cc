@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "graph/graph.h"
 #include "graph/inference_graph.h"
 #include "inference_test_util.h"
 #include "test_graphs.h"
@@ -103,6 +104,71 @@ TEST(QuantizePass, EntriesThatDoNotFitAreErrorsNamingTheLayer) {
   q = quantize_layers(in, table);
   ASSERT_FALSE(q.ok());
   EXPECT_NE(q.status().message().find("not a convolution or dense layer"), std::string::npos);
+}
+
+// images -> A (f32: it reads the images) -> B -> C -> {D, E} -> concat(D, E[, C]) -> F -> logits,
+// every convolution with a batch norm and ReLU; B to F int8, D and E at one scale.
+InferenceGraph chain_graph(bool concat_reads_c) {
+  GraphBuilder b(false);
+  const ValueId images = b.images(Shape{2, 5, 5, 3});
+  GraphBuilder::ConvOptions conv;
+  conv.filters = 4;
+  GraphBuilder::BatchNormOptions bn;
+  bn.relu = true;
+  const auto layer = [&](ValueId x, const std::string& name) {
+    return b.batch_norm(b.conv2d(x, conv, name), bn, name);
+  };
+  const ValueId c = layer(layer(layer(images, "Net/A"), "Net/B"), "Net/C");
+  std::vector<ValueId> parts = {layer(c, "Net/D"), layer(c, "Net/E")};
+  if (concat_reads_c) parts.push_back(c);
+  const ValueId f = layer(b.concat(parts, "Net/Mixed"), "Net/F");
+  b.set_logits(b.dense(b.global_avg_pool(f, "Net/Pool"), 3,
+                       ParamInit{ParamInit::Kind::truncated_normal, 0.1f}, "Net/Logits"));
+  const Graph g = b.finish();
+  InferenceGraph folded =
+      prepare_inference_graph(g, testing::source_of(g, testing::random_param_values(g, 4))).value();
+  QuantizationTable table;
+  for (const char* name : {"Net/B", "Net/C", "Net/F"}) table.layers[name] = {0.05f, {}};
+  table.layers["Net/D"] = table.layers["Net/E"] = {0.03f, {}};
+  return quantize_layers(std::move(folded), table).value();
+}
+
+const Conv2dDesc& conv_named(const Graph& graph, const std::string& name) {
+  for (const Node& node : graph.nodes)
+    if (node.name == name) return std::get<Conv2dDesc>(node.desc);
+  ADD_FAILURE() << "no " << name;
+  return std::get<Conv2dDesc>(graph.nodes.at(0).desc);
+}
+
+TEST(QuantizePass, ConvolutionsThatOnlyInt8LayersReadWriteU8) {
+  const InferenceGraph before = chain_graph(false);
+  EXPECT_EQ(count_ops(before.graph, "quantize"), 4);  // before B, C, D+E, F
+  const InferenceGraph after = write_int8_outputs(before);
+  EXPECT_EQ(after.stats.int8_outputs, 2);
+  EXPECT_EQ(count_ops(after.graph, "quantize"), 2);  // before B (A is f32), before F (concat)
+  EXPECT_EQ(conv_named(after.graph, "Net/B").int8->output_scale, 0.05f);  // C's input scale
+  EXPECT_EQ(conv_named(after.graph, "Net/C").int8->output_scale, 0.03f);  // D's and E's
+  for (const char* name : {"Net/D", "Net/E", "Net/F"})
+    EXPECT_FALSE(conv_named(after.graph, name).int8->output_scale) << name;
+  for (size_t i = 0; i < after.graph.nodes.size(); ++i) {
+    const Node& node = after.graph.nodes[i];
+    for (ValueId out : node.outputs)
+      EXPECT_EQ(after.graph.values[static_cast<size_t>(out)].producer, static_cast<NodeId>(i));
+    if (const auto* conv = std::get_if<Conv2dDesc>(&node.desc); conv && conv->int8) {
+      const ValueInfo& x = after.graph.values[static_cast<size_t>(node.inputs[0])];
+      EXPECT_EQ(x.dtype, DType::u8) << node.name;
+      EXPECT_LT(static_cast<size_t>(x.producer), i) << node.name;
+      const ValueInfo& y = after.graph.values[static_cast<size_t>(node.outputs[0])];
+      EXPECT_EQ(y.dtype, conv->int8->output_scale ? DType::u8 : DType::f32) << node.name;
+    }
+  }
+}
+
+TEST(QuantizePass, AConvolutionAnF32OpAlsoReadsKeepsItsF32Output) {
+  const InferenceGraph after = write_int8_outputs(chain_graph(true));
+  EXPECT_EQ(after.stats.int8_outputs, 1);  // B only: the concat reads C's output
+  EXPECT_FALSE(conv_named(after.graph, "Net/C").int8->output_scale);
+  EXPECT_EQ(count_ops(after.graph, "quantize"), 3);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <random>
@@ -188,6 +189,34 @@ TEST_F(Int8Test, Int8RunnerAnswersCloseToFloat32) {
   // 94 layers of 7-bit activations and 8-bit weights on random weights: a few percent.
   EXPECT_LT(worst, 0.1f * scale) << "worst " << worst << " of " << scale;
   EXPECT_GT(worst, 0.f) << "the int8 graph computed exactly float32's logits: not quantized?";
+}
+
+// Convolutions writing u8 for the int8 layers after them (write_int8_outputs) answer exactly as
+// the graph with a Quantize node before every int8 layer, with fewer Quantize nodes.
+TEST_F(Int8Test, U8OutputsGiveTheQuantizeNodesLogitsBitForBit) {
+  InferenceModel model = *model_;
+  model.int8 = calibrated();
+  const std::vector<int64_t> sizes = {2};
+  InferenceGraphOptions chained =
+      graph_options_for(model, InferencePrecision::int8, *backend_).value();
+  chained.time_algorithms = false;
+  InferenceGraphOptions separate = chained;
+  separate.int8_outputs = false;
+  auto with_u8 = InferenceRunner::create(*backend_, model, sizes, chained);
+  auto with_quantize = InferenceRunner::create(*backend_, model, sizes, separate);
+  ASSERT_TRUE(with_u8.ok()) << with_u8.status().message();
+  ASSERT_TRUE(with_quantize.ok()) << with_quantize.status().message();
+  const InferencePassStats& stats = (*with_u8)->pass_stats();
+  EXPECT_GT(stats.int8_outputs, 20) << "the tiny Inception v3's branches chain int8 convolutions";
+  EXPECT_EQ((*with_quantize)->pass_stats().int8_outputs, 0);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> pixel(-1.f, 1.f);
+  std::vector<float> images(static_cast<size_t>(2 * (*with_u8)->image_floats()));
+  for (float& v : images) v = pixel(rng);
+  std::vector<float> want(static_cast<size_t>(2 * (*with_u8)->num_classes())), got(want.size());
+  (*with_quantize)->run(2, images.data(), want.data());
+  (*with_u8)->run(2, images.data(), got.data());
+  EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
 }
 
 TEST_F(Int8Test, Int8NeedsAnInt8Export) {

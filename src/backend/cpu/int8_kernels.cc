@@ -12,7 +12,10 @@
 // (y = scale * (s32 + b)), which is not Int8Conv's y = s32 * scale + b. So the kernel passes
 // no bias argument; the bias is a binary-add post-op (applied after the output scales), then
 // the ReLU post-op. Each output is then fl(fl(float(s32) * scale[c]) + b[c]), exactly the
-// formula as written.
+// formula as written. A convolution with an output scale (u8 output) adds a linear post-op,
+// fl(y * (1 / output_scale)) (alpha * y + 0: the product, as the Quantize kernel computes it),
+// and a clip to [0, kInt8ActivationMax]; oneDNN's conversion to u8 then rounds to nearest even,
+// so the u8 output equals the f32 output quantized by a Quantize node, bit for bit.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -129,6 +132,9 @@ Status check_int8(const char* op, bool training, const Int8Conv& q, int64_t chan
   if (!(q.input_scale > 0.f) || !std::isfinite(q.input_scale))
     return invalid_argument(op, ": int8 input scale ", q.input_scale,
                             " is not positive and finite");
+  if (q.output_scale && (!(*q.output_scale > 0.f) || !std::isfinite(*q.output_scale)))
+    return invalid_argument(op, ": int8 output scale ", *q.output_scale,
+                            " is not positive and finite");
   if (static_cast<int64_t>(q.weight_scales.size()) != channels)
     return invalid_argument(op, ": ", q.weight_scales.size(), " int8 weight scales for ", channels,
                             " output channels");
@@ -149,6 +155,10 @@ dnnl::primitive_attr int8_attributes(const Int8Conv& q, const Int8Layout& layout
   dnnl::post_ops post;
   if (layout.has_bias) post.append_binary(algorithm::binary_add, layout.bias);
   if (relu) post.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+  if (q.output_scale) {
+    post.append_eltwise(1.f, algorithm::eltwise_linear, 1.f / *q.output_scale, 0.f);
+    post.append_eltwise(1.f, algorithm::eltwise_clip, 0.f, static_cast<float>(kInt8ActivationMax));
+  }
   attr.set_post_ops(post);
   return attr;
 }
@@ -170,8 +180,9 @@ Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlCont
     const dnnl::convolution_forward::primitive_desc pd(
         dnnl::convolution_forward::desc(
             prop_kind::forward_inference, algorithm::convolution_direct, nhwc_md(d.input, dt::u8),
-            memory::desc(wdims, dt::s8, tag::any), memory::desc(), nhwc_md(d.output()),
-            {d.stride_h, d.stride_w}, {pads.top, pads.left}, {pads.bottom, pads.right}),
+            memory::desc(wdims, dt::s8, tag::any), memory::desc(),
+            nhwc_md(d.output(), d.int8->output_scale ? dt::u8 : dt::f32), {d.stride_h, d.stride_w},
+            {pads.top, pads.left}, {pads.bottom, pads.right}),
         int8_attributes(*d.int8, layout, d.fused_relu), ctx.engine);
     return std::unique_ptr<OpKernel>(std::make_unique<Int8Kernel>(
         ctx, layout, d.int8->weight_scales, pd, dnnl::convolution_forward(pd)));
@@ -183,6 +194,8 @@ Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlCont
 
 Result<std::unique_ptr<OpKernel>> make_int8_dense(const DenseDesc& d, DnnlContext& ctx) {
   IC_RETURN_IF_ERROR(check_int8("dense", d.training, *d.int8, d.out_features));
+  if (d.int8->output_scale)
+    return invalid_argument("dense: an int8 output scale (u8 output) is for convolutions only");
   // oneDNN's weights are {M,K}; "io" stores them as [K,M], the arena's layout.
   const memory::dims wdims{d.out_features, d.in_features};
   Int8Layout layout;
