@@ -57,7 +57,8 @@ TEST_P(Bf16Activations, ValuesAreBf16AndLogitsFollowFloat32) {
   const Net net = GetParam();
   auto backend = testing::test_cpu_backend();
   ASSERT_NE(backend, nullptr);
-  ASSERT_TRUE(backend->supports_bf16_activations());
+  if (!backend->supports_bf16_activations())
+    GTEST_SKIP() << "this CPU has no AVX-512: oneDNN builds no bf16 pooling or batch norm here";
   const Graph graph = build_model(tiny(net.name, net.side)).value();
   const ParamValues values = testing::random_param_values(graph, 5);
   const ParamSource source = testing::source_of(graph, values);

@@ -56,7 +56,9 @@ class CpuBackend final : public Backend {
   }
 
   bool has_native_bf16() const override { return dnnl_.native_bf16; }
-  bool supports_bf16_activations() const override { return true; }
+  // oneDNN's pooling and batch norm take bf16 only where it has bf16 convolutions (AVX-512); on
+  // an AVX2 CPU those kernels refuse bf16 activations, and bf16 computes in float32 anyway.
+  bool supports_bf16_activations() const override { return dnnl_.native_bf16; }
 
   Result<DeviceBuffer> allocate(size_t bytes) override {
     void* p = std::aligned_alloc(64, align64(std::max<size_t>(bytes, 1)));
