@@ -10,8 +10,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "io/checkpoint_dir.h"
 #include "tools/tool_runner.h"
@@ -113,9 +115,35 @@ TEST(DataParallel, TwoProcessesTrainEvaluateAndResumeAsOne) {
   EXPECT_TRUE(eval.contains("start it without mpirun")) << eval.output;
 }
 
+// Kills, when it goes, every process whose command line holds `marker` (a test's own temp
+// directory): replicas an mpirun left running when the test failed, which would otherwise train
+// on and take the cores from whatever runs next.
+class KillProcessesNaming {
+ public:
+  explicit KillProcessesNaming(std::string marker) : marker_(std::move(marker)) {}
+  ~KillProcessesNaming() {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end;
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream in(it->path() / "cmdline");
+      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const pid_t pid = static_cast<pid_t>(std::stol(name));
+      if (pid != getpid() && cmdline.find(marker_) != std::string::npos) kill(pid, SIGKILL);
+    }
+  }
+  KillProcessesNaming(const KillProcessesNaming&) = delete;
+  KillProcessesNaming& operator=(const KillProcessesNaming&) = delete;
+
+ private:
+  std::string marker_;
+};
+
 TEST(DataParallel, SigtermToMpirunLeavesACheckpoint) {
   TempDir dir;
   const std::string model = dir.sub("model"), log_path = dir.sub("log.txt");
+  const KillProcessesNaming leftovers(model);
   const std::string command =
       mpirun("inception_v3",
              "--mode=train --use_data=fake --use_tpu=False --num_threads=1 "
