@@ -5,7 +5,6 @@
 //   export_model --model_dir=DIR --export_dir=OUT --format=int8 [--calibration_data=DATA_DIR]
 //   export_model ... --warmup_images=a.jpg,b.png   (TF Serving's warm-up requests, one per image)
 // Each export goes into a new numbered directory OUT/<unix seconds>/ (infer/model_export.h).
-#include <array>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -13,22 +12,11 @@
 #include "command_line.h"
 #include "core/exit_code.h"
 #include "core/main_guard.h"
+#include "export_format_choice.h"
 #include "infer/calibration.h"
 #include "infer/model_export.h"
 #include "infer/warmup_export.h"
 #include "runtime/inference_model.h"
-
-namespace ic {
-// --format's names, in the order its help and its error list them.
-template <>
-struct Choices<ExportFormat> {
-  static constexpr std::array<ChoiceName<ExportFormat>, 4> names = {
-      {{ExportFormat::saved_model, "saved_model"},
-       {ExportFormat::onnx, "onnx"},
-       {ExportFormat::safetensors, "safetensors"},
-       {ExportFormat::int8, "int8"}}};
-};
-}  // namespace ic
 
 namespace {
 
@@ -88,22 +76,14 @@ ic::Result<std::vector<std::string>> warmup_image_paths(const std::string& list)
 
 // Sets model.int8 from a calibration run on the CPU, and says what it read.
 ic::Status calibrate(const ExportFlags& flags, ic::InferenceModel& model) {
-  using namespace ic;
-  CalibrationOptions options;
-  options.data_dir =
-      flags.calibration_data.empty() ? training_data_dir(model.meta) : flags.calibration_data;
-  if (options.data_dir.empty())
-    return invalid_argument("--format=int8 needs --calibration_data: ", model.checkpoint,
-                            " does not record the --data_dir it was trained on");
+  ic::CalibrationOptions options;
+  options.data_dir = flags.calibration_data;
   options.images = flags.calibration_images;
-  BackendOptions backend_options;
-  backend_options.num_threads = flags.num_threads;
-  IC_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, make_backend(backend_options));
-  IC_ASSIGN_OR_RETURN(QuantizationTable table, calibrate_int8(*backend, model, options));
-  std::cout << "Calibrated " << table.layers.size() << " int8 layers on "
-            << table.calibration_images << " images of " << table.calibration_data << std::endl;
-  model.int8 = std::move(table);
-  return Status();
+  IC_RETURN_IF_ERROR(ic::calibrate_on_cpu(model, options, flags.num_threads));
+  std::cout << "Calibrated " << model.int8->layers.size() << " int8 layers on "
+            << model.int8->calibration_images << " images of " << model.int8->calibration_data
+            << std::endl;
+  return ic::Status();
 }
 
 int export_main(int argc, char** argv) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <string>
 
 #include "command_line.h"
@@ -17,6 +18,8 @@
 #include "core/openmp_env.h"
 #include "core/stop_signal.h"
 #include "dist/communicator.h"
+#include "export_format_choice.h"
+#include "infer/calibration.h"
 #include "infer/model_export.h"
 #include "io/file_system.h"
 #include "train/sweep_halving.h"
@@ -29,6 +32,9 @@ struct SweepFlags {
   int32_t cores = 0;
   int64_t variant_index = -1;
   int32_t groups = 1;
+  ic::ExportFormat export_format = ic::ExportFormat::saved_model;
+  std::string calibration_data;
+  int64_t calibration_images = 512;
 };
 
 const ic::FlagTable<SweepFlags>& sweep_flags() {
@@ -51,6 +57,14 @@ const ic::FlagTable<SweepFlags>& sweep_flags() {
       number("variant_index", &O::variant_index, at_least(-1),
              "Train only this variant (0-based), as a job array's task does; -1: all, or "
              "$SLURM_ARRAY_TASK_ID when it is set"),
+      choice("export_format", &O::export_format,
+             "The winner in serving/ as export_model --format writes it: saved_model (its best "
+             "export, copied), onnx, safetensors or int8 (calibrated on --calibration_data)"),
+      text("calibration_data", &O::calibration_data,
+           "--export_format=int8: the TFRecord directory whose train-* images calibrate the "
+           "winner (default: the --data_dir it was trained on)"),
+      number("calibration_images", &O::calibration_images, at_least(1),
+             "--export_format=int8: how many images calibrate"),
   });
   return table;
 }
@@ -174,7 +188,22 @@ int sweep_main(int argc, char** argv) {
             << " variants finished; " << csv_path << std::endl;
   if (!ran.ok()) return exit_code_for(ran);
   if (rows->size() < config->variants.size()) return 0;  // stopped, or one task of an array
-  Result<std::string> served = export_winner(flags.sweep_dir, rows->front());
+  // Another format than the best export's: read it, and export it as export_model would.
+  const WinnerConversion convert =
+      [&](const std::string& best_export, const std::string& serving,
+          const std::map<std::string, std::string>& extra_files) -> Result<std::string> {
+    IC_ASSIGN_OR_RETURN(InferenceModel model,
+                        load_for_inference("", join_path(best_export, "saved_model.pb")));
+    if (flags.export_format == ExportFormat::int8) {
+      CalibrationOptions calibration;
+      calibration.data_dir = flags.calibration_data;
+      calibration.images = flags.calibration_images;
+      IC_RETURN_IF_ERROR(calibrate_on_cpu(model, calibration, flags.cores));
+    }
+    return export_trained_model(model, serving, flags.export_format, {}, extra_files);
+  };
+  Result<std::string> served =
+      export_winner(flags.sweep_dir, rows->front(), choice_name(flags.export_format), convert);
   if (!served.ok()) {
     std::cerr << "sweep: " << served.status().message() << std::endl;
     return exit_code_for(served.status());

@@ -160,4 +160,17 @@ Result<QuantizationTable> calibrate_int8(Backend& backend, const InferenceModel&
   return table;
 }
 
+Status calibrate_on_cpu(InferenceModel& model, CalibrationOptions options, int num_threads) {
+  if (options.data_dir.empty()) options.data_dir = training_data_dir(model.meta);
+  if (options.data_dir.empty())
+    return invalid_argument("int8 needs calibration images (--calibration_data): ",
+                            model.checkpoint, " does not record the --data_dir it was trained on");
+  BackendOptions backend_options;
+  backend_options.num_threads = num_threads;
+  IC_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, make_backend(backend_options));
+  IC_ASSIGN_OR_RETURN(QuantizationTable table, calibrate_int8(*backend, model, options));
+  model.int8 = std::move(table);
+  return Status();
+}
+
 }  // namespace ic

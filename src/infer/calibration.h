@@ -37,4 +37,10 @@ Result<QuantizationTable> calibrate_int8(Backend& backend, const InferenceModel&
 // flags do not name one (a run on fake data, a checkpoint from elsewhere).
 std::string training_data_dir(const CheckpointMeta& meta);
 
+// What the int8 exports run (export_model --format=int8, sweep --export_format=int8):
+// calibrate_int8 on a CPU backend of `num_threads` threads (0: every core), over
+// options.data_dir or, when that is empty, the directory the checkpoint was trained on; sets
+// model.int8. An error when neither names a directory.
+Status calibrate_on_cpu(InferenceModel& model, CalibrationOptions options, int num_threads);
+
 }  // namespace ic

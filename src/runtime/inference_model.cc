@@ -172,8 +172,14 @@ Result<InferenceModel> load_for_inference(const std::string& model_dir,
     model.int8 = std::move(table);
   }
   IC_ASSIGN_OR_RETURN(model.options, inference_model_options(model.meta, 1));
-  // The SavedModel exports only what the logits need: no auxiliary head to load.
-  if (saved_model) model.options.aux_logits = false;
+  // The SavedModel exports only what the logits need: no auxiliary head to load. Neither has an
+  // export made from a SavedModel's model (sweep --export_format: safetensors or int8 of its
+  // winner), so the head is built only when the file has its tensors.
+  model.options.aux_logits =
+      !saved_model &&
+      std::any_of(file.tensors.begin(), file.tensors.end(), [](const TensorEntry& t) {
+        return t.name.find("/AuxLogits/") != std::string::npos;
+      });
   IC_ASSIGN_OR_RETURN(Graph graph, build_model(model.options));
 
   if (saved_model) {

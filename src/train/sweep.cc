@@ -298,18 +298,24 @@ std::string leaderboard_csv(const SweepConfig& config, const std::vector<Leaderb
   return csv;
 }
 
-Result<std::string> export_winner(const std::string& sweep_dir, const LeaderboardRow& winner) {
+Result<std::string> export_winner(const std::string& sweep_dir, const LeaderboardRow& winner,
+                                  const std::string& format, const WinnerConversion& convert) {
   const std::string serving = join_path(sweep_dir, "serving");
   IC_RETURN_IF_ERROR(make_dirs(serving));
   IC_ASSIGN_OR_RETURN(auto versions, export_version_dirs(serving));  // highest first
   const int64_t newest = versions.empty() ? -1 : versions.front().first;
+  const bool copy = format == "saved_model";
+  if (!copy && !convert) return invalid_argument("the winner cannot be exported as ", format);
+  // A copy's record names no format: the records of sweeps from before --export_format.
   const std::string record = "{\"variant\": " + json_quote(winner.variant) +
-                             ", \"source\": " + json_quote(winner.best_export) + "}\n";
+                             ", \"source\": " + json_quote(winner.best_export) +
+                             (copy ? std::string() : ", \"format\": " + json_quote(format)) + "}\n";
   if (!versions.empty()) {
     const std::string& there = versions.front().second;
     Result<std::string> was = read_file_to_string(join_path(there, kWinnerRecord), 1 << 16);
     if (was.ok() && *was == record) return there;  // the winner already serves
   }
+  if (!copy) return convert(winner.best_export, serving, {{kWinnerRecord, record}});
   const int64_t version =
       std::max(newest + 1, export_version_number(base_name(winner.best_export)).value_or(0));
   return copy_export_version(winner.best_export, serving, version, {{kWinnerRecord, record}});

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -63,8 +65,19 @@ Result<std::vector<LeaderboardRow>> read_leaderboard(const SweepConfig& config,
 // (best exactly: the shortest decimal that reads back as the same double).
 std::string leaderboard_csv(const SweepConfig& config, const std::vector<LeaderboardRow>& rows);
 
-// Copies `winner`'s best export to <sweep_dir>/serving/<N>/ (a temp directory renamed into
-// place) unless the newest version there is already a copy of it; the directory it is in.
-Result<std::string> export_winner(const std::string& sweep_dir, const LeaderboardRow& winner);
+// How the winner goes into serving/ in a format other than its best export's (a SavedModel):
+// `best_export` read and written as a new version of `serving_dir`, with `extra_files` (paths in
+// the version -> contents); the version's path. The programs pass infer/'s export.
+using WinnerConversion = std::function<Result<std::string>(
+    const std::string& best_export, const std::string& serving_dir,
+    const std::map<std::string, std::string>& extra_files)>;
+
+// Puts `winner`'s best export into <sweep_dir>/serving/<N>/ unless the newest version there is
+// already it, in `format`: "saved_model" copies the best export as it is (a poller never sees
+// half of it: io/export_versions.h); another format runs `convert`. Each version records
+// assets.extra/sweep_winner.json (variant, source export, format). Returns the version's path.
+Result<std::string> export_winner(const std::string& sweep_dir, const LeaderboardRow& winner,
+                                  const std::string& format = "saved_model",
+                                  const WinnerConversion& convert = {});
 
 }  // namespace ic

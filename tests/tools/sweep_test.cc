@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "infer/npy.h"
 #include "tools/tool_runner.h"
 
 namespace ic {
@@ -99,6 +100,67 @@ TEST(Sweep, RanksFourVariantsAndCopiesTheWinnerForServing) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.sub("sweep") + "/serving"),
                           fs::directory_iterator()),
             1);
+}
+
+// The newest version in `serving` and the text of its sweep_winner.json.
+std::pair<fs::path, std::string> newest_served(const std::string& serving) {
+  fs::path newest;
+  for (const auto& entry : fs::directory_iterator(serving))
+    if (newest.empty() ||
+        std::stoll(entry.path().filename().string()) > std::stoll(newest.filename().string()))
+      newest = entry.path();
+  std::ifstream in(newest / "assets.extra/sweep_winner.json");
+  std::stringstream record;
+  record << in.rdbuf();
+  return {newest, record.str()};
+}
+
+// --export_format: the finished sweep's winner as safetensors, then int8 (calibrated on
+// TFRecord images), each a new version that classify reads; int8 without calibration images
+// (the variants trained on fake data) is refused saying so.
+TEST(Sweep, ExportsTheWinnerInTheFormatAsked) {
+  TempDir dir;
+  const std::string config = write_sweep_config(dir.path(), 4);
+  const std::string sweep = "sweep --sweep_dir=" + dir.sub("sweep") + " --config=" + config;
+  const ToolOutput run = run_bounded("sweep", sweep.substr(6) + " --parallel=2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string serving = dir.sub("sweep") + "/serving";
+
+  const ToolOutput safetensors =
+      run_bounded("sweep", sweep.substr(6) + " --export_format=safetensors");
+  ASSERT_EQ(safetensors.exit_code, 0) << safetensors.output;
+  EXPECT_EQ(safetensors.output.find("sweep: training"), std::string::npos) << safetensors.output;
+  auto [version, record] = newest_served(serving);
+  EXPECT_TRUE(fs::exists(version / "model.safetensors")) << version;
+  EXPECT_FALSE(fs::exists(version / "saved_model.pb")) << version;
+  EXPECT_NE(record.find("\"format\": \"safetensors\""), std::string::npos) << record;
+  EXPECT_EQ(std::distance(fs::directory_iterator(serving), fs::directory_iterator()), 2);
+
+  const ToolOutput no_data = run_bounded("sweep", sweep.substr(6) + " --export_format=int8");
+  EXPECT_NE(no_data.exit_code, 0) << no_data.output;
+  EXPECT_TRUE(no_data.contains("--calibration_data")) << no_data.output;
+
+  const ToolOutput data = run_command(
+      testing::bin_path("make_fake_imagenet") + " --output_dir=" + dir.sub("data") +
+      " --num_train_images=16 --num_validation_images=4 --train_shards=1 --validation_shards=1"
+      " --image_size=80 --num_classes=10 --seed=2 --num_threads=1");
+  ASSERT_EQ(data.exit_code, 0) << data.output;
+  const ToolOutput int8 = run_bounded("sweep", sweep.substr(6) +
+                                                   " --export_format=int8 --calibration_images=8"
+                                                   " --calibration_data=" +
+                                                   dir.sub("data"));
+  ASSERT_EQ(int8.exit_code, 0) << int8.output;
+  std::tie(version, record) = newest_served(serving);
+  EXPECT_NE(record.find("\"format\": \"int8\""), std::string::npos) << record;
+  EXPECT_TRUE(fs::exists(version / "model.onnx")) << version;
+  // classify serves the newest version, the int8 one, in int8.
+  NpyArray image{{1, 75, 75, 3}, std::vector<float>(75 * 75 * 3, 0.25f)};
+  ASSERT_TRUE(write_npy(dir.sub("image.npy"), image).ok());
+  const ToolOutput classify =
+      run_command(testing::bin_path("classify") + " --model_dir=" + serving +
+                  " --precision=int8 --num_threads=1 " + dir.sub("image.npy"));
+  EXPECT_EQ(classify.exit_code, 0) << classify.output;
+  EXPECT_TRUE(classify.contains(version.filename().string())) << classify.output;
 }
 
 TEST(Sweep, AKilledSweepResumesWithoutRetrainingAndGivesTheSameLeaderboard) {
