@@ -3,6 +3,8 @@
 #include <set>
 
 #include "io/json.h"
+#include "models/model.h"
+#include "models/model_spec.h"
 
 namespace ic {
 namespace {
@@ -16,6 +18,21 @@ const std::set<std::string>& flags_the_sweep_sets() {
 }
 
 constexpr size_t kMaxVariants = 10000;
+
+// The key of "grid" and "variants" that picks a variant's model (its trainer program).
+constexpr const char* kModelKey = "model";
+
+// "inception_v3, inception_v4, resnet50": the registry's models.
+std::string known_models() {
+  std::string names;
+  for (const std::string& name : model_names()) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+Status check_model(const std::string& name, const std::string& where) {
+  if (find_model_spec(name).ok()) return Status();
+  return invalid_argument(where, ": unknown model \"", name, "\" (", known_models(), ")");
+}
 
 // A flag value as the command line spells it.
 Result<std::string> flag_text(const JsonValue& v, const std::string& where) {
@@ -83,15 +100,15 @@ Result<SweepConfig> parse_sweep_config(const std::string& text, const std::strin
   SweepConfig config;
   const JsonValue* trainer = root.find("trainer");
   if (trainer == nullptr || trainer->kind != JsonValue::Kind::string)
-    return invalid_argument(path,
-                            ": \"trainer\" (inception_v3, inception_v4 or resnet50) is missing");
-  if (trainer->text != "inception_v3" && trainer->text != "inception_v4" &&
-      trainer->text != "resnet50")
-    return invalid_argument(path, ": unknown trainer \"", trainer->text,
-                            "\" (inception_v3, inception_v4 or resnet50)");
+    return invalid_argument(path, ": \"trainer\" (the model to train: ", known_models(),
+                            ") is missing");
+  IC_RETURN_IF_ERROR(check_model(trainer->text, path + ": \"trainer\""));
   config.trainer = trainer->text;
   if (const JsonValue* flags = root.find("flags")) {
     IC_ASSIGN_OR_RETURN(config.base, flag_object(*flags, path + ": \"flags\""));
+    for (const auto& [name, value] : config.base)
+      if (name == kModelKey)
+        return invalid_argument(path, ": \"flags\": the model of every variant is \"trainer\"");
   }
 
   // The grid: every combination, the last flag varying fastest.
@@ -133,8 +150,15 @@ Result<SweepConfig> parse_sweep_config(const std::string& text, const std::strin
     }
   }
   if (sets.empty()) return invalid_argument(path, ": give \"grid\" or \"variants\" (or both)");
-  for (size_t i = 0; i < sets.size(); ++i)
-    config.variants.push_back(SweepVariant{variant_name(i, sets[i]), sets[i]});
+  for (size_t i = 0; i < sets.size(); ++i) {
+    SweepVariant v{variant_name(i, sets[i]), sets[i], config.trainer};
+    for (const auto& [name, value] : v.flags) {
+      if (name != kModelKey) continue;
+      IC_RETURN_IF_ERROR(check_model(value, path + ": variant " + v.name));
+      v.trainer = value;
+    }
+    config.variants.push_back(std::move(v));
+  }
 
   if (const JsonValue* metric = root.find("metric")) {
     std::optional<ExportBestMetric> m = metric->kind == JsonValue::Kind::string

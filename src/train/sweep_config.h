@@ -19,6 +19,9 @@ using FlagSetting = std::pair<std::string, std::string>;
 struct SweepVariant {
   std::string name;                // a directory name: "03_learning_rate=0.1_depth_multiplier=0.5"
   std::vector<FlagSetting> flags;  // what this variant sets beyond the base flags
+  // The program that trains it: the config's "trainer", or the model the variant names with
+  // "model" (kept in `flags` for its name, the leaderboard and HParams; not passed on).
+  std::string trainer;
 };
 
 // How the budget is spent: every variant trains to train_steps (full), or successive
@@ -26,7 +29,7 @@ struct SweepVariant {
 enum class SweepSchedule { full, halving };
 
 struct SweepConfig {
-  std::string trainer;            // inception_v3, inception_v4, resnet50 (next to `sweep`)
+  std::string trainer;            // a model of the registry, whose program is next to `sweep`
   std::vector<FlagSetting> base;  // "flags": every variant's flags
   std::vector<SweepVariant> variants;
   ExportBestMetric metric = ExportBestMetric::accuracy;
@@ -49,7 +52,10 @@ struct SweepConfig {
 //    "budget": {"train_steps": 2000}}
 // "grid" gives every combination of its values (in the order written, the last flag varying
 // fastest), "variants" adds its flag sets after them; at least one of the two. Values are JSON
-// numbers (kept as written), strings or booleans. The flags the sweep sets itself (mode,
+// numbers (kept as written), strings or booleans. "model" in "grid" or "variants" trains that
+// variant with another model's trainer (models/model_spec.h's registry names them; each model's
+// trainer is the program of its name), so one sweep can compare models. The flags the sweep
+// sets itself (mode,
 // model_dir, export_dir, export_best*, train_steps, stop_at_step) may not appear. "schedule":
 // "halving" takes "eta" (an integer >= 2, default 2) and "first_rung_steps" (>= 1, below
 // train_steps) in "budget" too.

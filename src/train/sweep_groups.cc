@@ -55,14 +55,14 @@ class OutputToFile {
 enum class RunEnd : int { reached = 0, stopped = 1, failed = 2 };
 
 // Runs the trainer in this process on `args` (args[0]: the trainer's name).
-int run_trainer_here(const SweepConfig& config, const SweepOptions& options,
+int run_trainer_here(const SweepVariant& v, const SweepOptions& options,
                      std::vector<std::string> args, const std::string& log_path) {
-  args[0] = config.trainer;
+  args[0] = v.trainer;
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   OutputToFile output(log_path);
-  return run_main(config.trainer, static_cast<int>(args.size()), argv.data(), options.exporter,
+  return run_main(v.trainer, static_cast<int>(args.size()), argv.data(), options.exporter,
                   options.group);
 }
 
@@ -106,7 +106,7 @@ Result<StageEnd> train_stage_in_groups(const SweepConfig& config, const SweepOpt
     }
     const auto started = std::chrono::steady_clock::now();
     const int code =
-        run_trainer_here(config, options, variant_command(config, options, v, threads, steps),
+        run_trainer_here(v, options, variant_command(config, options, v, threads, steps),
                          log_path.ok() ? *log_path : "");
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -74,9 +74,10 @@ std::string flags_text(const std::vector<FlagSetting>& flags) {
 std::vector<std::string> variant_command(const SweepConfig& config, const SweepOptions& options,
                                          const SweepVariant& v, int threads, int64_t steps) {
   const std::string dir = variant_dir(options.sweep_dir, v);
-  std::vector<std::string> args = {join_path(options.bin_dir, config.trainer)};
+  std::vector<std::string> args = {join_path(options.bin_dir, v.trainer)};
   for (const auto& [name, value] : config.base) args.push_back("--" + name + "=" + value);
-  for (const auto& [name, value] : v.flags) args.push_back("--" + name + "=" + value);
+  for (const auto& [name, value] : v.flags)
+    if (name != "model") args.push_back("--" + name + "=" + value);  // the trainer is the model
   if (!has_flag(config.base, "num_threads") && !has_flag(v.flags, "num_threads"))
     args.push_back("--num_threads=" + std::to_string(threads));
   args.push_back("--mode=train_and_eval");

@@ -163,6 +163,33 @@ TEST(Sweep, ExportsTheWinnerInTheFormatAsked) {
   EXPECT_TRUE(classify.contains(version.filename().string())) << classify.output;
 }
 
+// "model" in the grid: each variant runs its model's trainer, and the leaderboard ranks both.
+TEST(Sweep, AGridOverModelsTrainsEachWithItsOwnTrainer) {
+  TempDir dir;
+  const std::string config = dir.sub("models.json");
+  std::ofstream(config) << R"({"trainer": "inception_v3",
+ "flags": {"use_data": "fake", "use_tpu": false, "iterations": 2, "train_batch_size": 2,
+           "eval_batch_size": 2, "eval_total_size": 4, "width": 75, "height": 75,
+           "num_classes": 10, "save_checkpoints_secs": 0, "train_steps_per_eval": 2, "seed": 3,
+           "depth_multiplier": 0.1},
+ "grid": {"model": ["inception_v3", "resnet50"]}, "metric": "loss", "budget": {"train_steps": 2}})";
+  const ToolOutput run = run_bounded(
+      "sweep", "--sweep_dir=" + dir.sub("sweep") + " --config=" + config + " --parallel=2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const char* model : {"inception_v3", "resnet50"}) {
+    std::ifstream log(dir.sub("sweep") + "/" + (model[0] == 'i' ? "00" : "01") + "_model=" + model +
+                      "/train.log");
+    std::stringstream text;
+    text << log.rdbuf();
+    EXPECT_NE(text.str().find(std::string("Running ") + model + " --mode=train_and_eval"),
+              std::string::npos)
+        << text.str();
+  }
+  const auto rows = sweep_csv_rows(dir.sub("sweep") + "/leaderboard.csv");
+  ASSERT_EQ(rows.size(), 3u) << run.output;
+  EXPECT_NE(rows[1][2].find("--model="), std::string::npos) << rows[1][2];
+}
+
 TEST(Sweep, AKilledSweepResumesWithoutRetrainingAndGivesTheSameLeaderboard) {
   TempDir dir;
   const std::string config = write_sweep_config(dir.path(), 8);

@@ -61,6 +61,19 @@ TEST(SweepConfig, AValueIsMadeSafeForADirectoryName) {
   EXPECT_EQ(c->metric, ExportBestMetric::accuracy);        // the default
 }
 
+TEST(SweepConfig, AVariantsModelPicksItsTrainer) {
+  Result<SweepConfig> c = parse_sweep_config(
+      R"({"trainer": "inception_v3", "grid": {"model": ["inception_v3", "resnet50"]},
+          "variants": [{"learning_rate": 0.1}], "budget": {"train_steps": 4}})",
+      kPath);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->variants.size(), 3u);
+  EXPECT_EQ(c->variants[0].trainer, "inception_v3");
+  EXPECT_EQ(c->variants[1].trainer, "resnet50");
+  EXPECT_EQ(c->variants[1].name, "01_model=resnet50");
+  EXPECT_EQ(c->variants[2].trainer, "inception_v3");  // the config's
+}
+
 TEST(SweepConfig, MistakesAreRefusedNamingTheFile) {
   const std::pair<const char*, const char*> bad[] = {
       {"[1]", "not a JSON object"},
@@ -68,6 +81,12 @@ TEST(SweepConfig, MistakesAreRefusedNamingTheFile) {
       {R"({"trainer": "inception_v3", "grid": {"x": [1]}})", "budget"},
       {R"({"trainer": "vgg", "grid": {"x": [1]}, "budget": {"train_steps": 1}})", "vgg"},
       {R"({"trainer": "inception_v3", "budget": {"train_steps": 1}})", "\"grid\" or \"variants\""},
+      {R"({"trainer": "inception_v3", "grid": {"model": ["resnet50", "vgg16"]},
+           "budget": {"train_steps": 1}})",
+       "unknown model \"vgg16\" (inception_v3, inception_v4, resnet50)"},
+      {R"({"trainer": "inception_v3", "flags": {"model": "resnet50"}, "grid": {"x": [1]},
+           "budget": {"train_steps": 1}})",
+       "the model of every variant is \"trainer\""},
       {R"({"trainer": "inception_v3", "grid": {"x": []}, "budget": {"train_steps": 1}})",
        "non-empty list"},
       {R"({"trainer": "inception_v3", "grid": {"model_dir": ["/a"]}, "budget": {"train_steps": 1}})",

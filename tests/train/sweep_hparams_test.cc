@@ -42,10 +42,10 @@ std::multimap<std::string, hp::HParamsPluginData> hparams_in(const std::string& 
 SweepConfig config() {
   SweepConfig c;
   c.trainer = "inception_v3";
-  c.variants = {{"00_a", {{"learning_rate", "0.1"}, {"optimizer", "RMS"}}},
-                {"01_b", {{"learning_rate", "0.02"}, {"optimizer", "momentum"}}},
-                {"02_c", {{"learning_rate", "0.1"}, {"use_annotated_bbox", "true"}}},
-                {"03_d", {{"learning_rate", "fast"}}}};
+  c.variants = {{"00_a", {{"learning_rate", "0.1"}, {"optimizer", "RMS"}}, c.trainer},
+                {"01_b", {{"learning_rate", "0.02"}, {"optimizer", "momentum"}}, c.trainer},
+                {"02_c", {{"learning_rate", "0.1"}, {"use_annotated_bbox", "true"}}, c.trainer},
+                {"03_d", {{"learning_rate", "fast"}}, c.trainer}};
   return c;
 }
 
