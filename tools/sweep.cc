@@ -22,6 +22,7 @@
 #include "infer/calibration.h"
 #include "infer/model_export.h"
 #include "io/file_system.h"
+#include "models/model.h"
 #include "train/sweep_halving.h"
 
 namespace {
@@ -107,7 +108,7 @@ int sweep_main(int argc, char** argv) {
     std::cerr << "sweep: " << text.status().message() << std::endl;
     return exit_code_for(text.status());
   }
-  Result<SweepConfig> config = parse_sweep_config(*text, flags.config);
+  Result<SweepConfig> config = parse_sweep_config(*text, flags.config, model_names());
   if (!config.ok()) {
     std::cerr << "sweep: " << config.status().message() << std::endl;
     return 2;

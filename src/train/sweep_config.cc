@@ -1,10 +1,9 @@
 #include "train/sweep_config.h"
 
+#include <algorithm>
 #include <set>
 
 #include "io/json.h"
-#include "models/model.h"
-#include "models/model_spec.h"
 
 namespace ic {
 namespace {
@@ -22,16 +21,17 @@ constexpr size_t kMaxVariants = 10000;
 // The key of "grid" and "variants" that picks a variant's model (its trainer program).
 constexpr const char* kModelKey = "model";
 
-// "inception_v3, inception_v4, resnet50": the registry's models.
-std::string known_models() {
+// "inception_v3, inception_v4, resnet50"
+std::string listed(const std::vector<std::string>& models) {
   std::string names;
-  for (const std::string& name : model_names()) names += (names.empty() ? "" : ", ") + name;
+  for (const std::string& name : models) names += (names.empty() ? "" : ", ") + name;
   return names;
 }
 
-Status check_model(const std::string& name, const std::string& where) {
-  if (find_model_spec(name).ok()) return Status();
-  return invalid_argument(where, ": unknown model \"", name, "\" (", known_models(), ")");
+Status check_model(const std::string& name, const std::vector<std::string>& models,
+                   const std::string& where) {
+  if (std::find(models.begin(), models.end(), name) != models.end()) return Status();
+  return invalid_argument(where, ": unknown model \"", name, "\" (", listed(models), ")");
 }
 
 // A flag value as the command line spells it.
@@ -84,7 +84,8 @@ std::string variant_name(size_t index, const std::vector<FlagSetting>& flags) {
 
 }  // namespace
 
-Result<SweepConfig> parse_sweep_config(const std::string& text, const std::string& path) {
+Result<SweepConfig> parse_sweep_config(const std::string& text, const std::string& path,
+                                       const std::vector<std::string>& models) {
   Result<JsonValue> parsed = parse_json(text);
   if (!parsed.ok()) return invalid_argument(path, ": not JSON: ", parsed.status().message());
   const JsonValue& root = *parsed;
@@ -100,9 +101,9 @@ Result<SweepConfig> parse_sweep_config(const std::string& text, const std::strin
   SweepConfig config;
   const JsonValue* trainer = root.find("trainer");
   if (trainer == nullptr || trainer->kind != JsonValue::Kind::string)
-    return invalid_argument(path, ": \"trainer\" (the model to train: ", known_models(),
+    return invalid_argument(path, ": \"trainer\" (the model to train: ", listed(models),
                             ") is missing");
-  IC_RETURN_IF_ERROR(check_model(trainer->text, path + ": \"trainer\""));
+  IC_RETURN_IF_ERROR(check_model(trainer->text, models, path + ": \"trainer\""));
   config.trainer = trainer->text;
   if (const JsonValue* flags = root.find("flags")) {
     IC_ASSIGN_OR_RETURN(config.base, flag_object(*flags, path + ": \"flags\""));
@@ -154,7 +155,7 @@ Result<SweepConfig> parse_sweep_config(const std::string& text, const std::strin
     SweepVariant v{variant_name(i, sets[i]), sets[i], config.trainer};
     for (const auto& [name, value] : v.flags) {
       if (name != kModelKey) continue;
-      IC_RETURN_IF_ERROR(check_model(value, path + ": variant " + v.name));
+      IC_RETURN_IF_ERROR(check_model(value, models, path + ": variant " + v.name));
       v.trainer = value;
     }
     config.variants.push_back(std::move(v));

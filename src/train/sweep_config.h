@@ -53,12 +53,13 @@ struct SweepConfig {
 // "grid" gives every combination of its values (in the order written, the last flag varying
 // fastest), "variants" adds its flag sets after them; at least one of the two. Values are JSON
 // numbers (kept as written), strings or booleans. "model" in "grid" or "variants" trains that
-// variant with another model's trainer (models/model_spec.h's registry names them; each model's
-// trainer is the program of its name), so one sweep can compare models. The flags the sweep
-// sets itself (mode,
-// model_dir, export_dir, export_best*, train_steps, stop_at_step) may not appear. "schedule":
-// "halving" takes "eta" (an integer >= 2, default 2) and "first_rung_steps" (>= 1, below
-// train_steps) in "budget" too.
-Result<SweepConfig> parse_sweep_config(const std::string& text, const std::string& path);
+// variant with another model's trainer (each model of the registry has a program of its name), so
+// one sweep can compare models. The flags the sweep sets itself (mode, model_dir, export_dir,
+// export_best*, train_steps, stop_at_step) may not appear. "schedule": "halving" takes "eta" (an
+// integer >= 2, default 2) and "first_rung_steps" (>= 1, below train_steps) in "budget" too.
+// `models`: the names "trainer" and "model" may take, the model registry's (models/model.h's
+// model_names(); passed in so that this parser needs no more than io/, for its fuzz harness).
+Result<SweepConfig> parse_sweep_config(const std::string& text, const std::string& path,
+                                       const std::vector<std::string>& models);
 
 }  // namespace ic

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "models/model.h"
+
 namespace ic {
 namespace {
 
@@ -18,7 +20,7 @@ TEST(SweepConfig, AGridAndAListExpandIntoNamedVariants) {
       "variants": [{"label_smoothing": 0.1, "optimizer": "momentum"}],
       "metric": "accuracy@5", "mode": "max",
       "budget": {"train_steps": 300}})",
-                                             kPath);
+                                             kPath, model_names());
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->trainer, "inception_v3");
   EXPECT_EQ(c->base, (std::vector<FlagSetting>{
@@ -39,13 +41,14 @@ TEST(SweepConfig, HalvingTakesEtaAndTheFirstRungInTheBudget) {
   Result<SweepConfig> c = parse_sweep_config(
       R"({"trainer": "inception_v3", "grid": {"learning_rate": [0.1, 0.2]},
           "schedule": "halving", "budget": {"train_steps": 900, "eta": 3, "first_rung_steps": 100}})",
-      kPath);
+      kPath, model_names());
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->schedule, SweepSchedule::halving);
   EXPECT_EQ(c->eta, 3);
   EXPECT_EQ(c->first_rung_steps, 100);
   Result<SweepConfig> plain = parse_sweep_config(
-      R"({"trainer": "inception_v3", "grid": {"x": [1]}, "budget": {"train_steps": 9}})", kPath);
+      R"({"trainer": "inception_v3", "grid": {"x": [1]}, "budget": {"train_steps": 9}})", kPath,
+      model_names());
   ASSERT_TRUE(plain.ok()) << plain.status().message();
   EXPECT_EQ(plain->schedule, SweepSchedule::full);
 }
@@ -54,7 +57,7 @@ TEST(SweepConfig, AValueIsMadeSafeForADirectoryName) {
   Result<SweepConfig> c = parse_sweep_config(
       R"({"trainer": "resnet50", "variants": [{"warm_start_from": "/a b/../c"}],
           "budget": {"train_steps": 1}})",
-      kPath);
+      kPath, model_names());
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->variants[0].name, "00_warm_start_from=-a-b-..-c");
   EXPECT_EQ(c->variants[0].flags[0].second, "/a b/../c");  // the flag keeps its value
@@ -65,7 +68,7 @@ TEST(SweepConfig, AVariantsModelPicksItsTrainer) {
   Result<SweepConfig> c = parse_sweep_config(
       R"({"trainer": "inception_v3", "grid": {"model": ["inception_v3", "resnet50"]},
           "variants": [{"learning_rate": 0.1}], "budget": {"train_steps": 4}})",
-      kPath);
+      kPath, model_names());
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_EQ(c->variants.size(), 3u);
   EXPECT_EQ(c->variants[0].trainer, "inception_v3");
@@ -128,7 +131,7 @@ TEST(SweepConfig, MistakesAreRefusedNamingTheFile) {
        "more than 10000"},
   };
   for (const auto& [text, why] : bad) {
-    Result<SweepConfig> c = parse_sweep_config(text, kPath);
+    Result<SweepConfig> c = parse_sweep_config(text, kPath, model_names());
     ASSERT_FALSE(c.ok()) << text;
     EXPECT_NE(c.status().message().find(kPath), std::string::npos) << c.status().message();
     EXPECT_NE(c.status().message().find(why), std::string::npos) << c.status().message();
