@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 
+#include "core/mix64.h"
 #include "io/checkpoint_dir.h"
 #include "io/file_system.h"
 
@@ -17,11 +19,18 @@ bool has_flag(const std::vector<FlagSetting>& flags, const std::string& name) {
 }
 
 // The staging directory of a sweep on an object store: one per sweep directory, so that a sweep
-// run again on this machine finds what a killed one left.
+// run again on this machine finds what a killed one left. Its name is the URL made safe (cut
+// to 100 characters) and a hash of the whole URL, so that gs://a/b_c and gs://a/b/c, or two
+// long URLs alike at the start, do not share one.
 std::string staging_dir(const std::string& sweep_dir) {
   std::string name;
-  for (char c : sweep_dir) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return (std::filesystem::temp_directory_path() / "inception-sweep" / name).string();
+  for (char c : sweep_dir.substr(0, 100))
+    name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  uint64_t hash = 0;
+  for (char c : sweep_dir) hash = mix64(hash ^ static_cast<unsigned char>(c));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return (std::filesystem::temp_directory_path() / "inception-sweep" / (name + "-" + hex)).string();
 }
 
 constexpr uint64_t kMaxLogBytes = uint64_t{1} << 30;
