@@ -25,7 +25,8 @@
 #      a version that classify (serve's rule, the newest servable) would pick half-written
 #   9. sweep --sweep_dir=gs://...: the variants' runs, logs, result and HParams event files,
 #      leaderboard.csv (the local sweep's scores) and the winner in serving/ are objects;
-#      classify serves the winner from there; run again, the sweep retrains nothing
+#      classify serves the winner from there; run again, the sweep retrains nothing; under
+#      mpirun with --groups=2, the same leaderboard and the logs in the bucket
 # Anything that cannot be installed or run fails the script; nothing is skipped.
 #   usage: tests/storage/run.sh            (IC_BIN_DIR=... for another build's bin directory)
 set -euo pipefail
@@ -50,6 +51,7 @@ for tool in inception_v3 make_fake_imagenet classify inspect_checkpoint export_m
 done
 command -v "$python" >/dev/null || die "$python not found"
 command -v curl >/dev/null || die "curl not found (Debian: apt-get install curl)"
+command -v mpirun >/dev/null || die "mpirun not found (scripts/install-deps.sh installs Open MPI)"
 
 source "$root/scripts/python_venv.sh"
 venv=$(cached_venv storage "$here/requirements.txt" \
@@ -388,4 +390,17 @@ if grep -q "sweep: training" "$work/sweep_again.log"; then
 fi
 [[ $(grep -c "is finished already" "$work/sweep_again.log") == 2 ]] ||
   die "the sweep run again did not find both variants finished: $(cat "$work/sweep_again.log")"
+# The same sweep under mpirun, two groups of one process, each training a variant in-process:
+# its logs are staged and published from inside the sweep's own processes.
+run sweep_groups mpirun -np 2 --oversubscribe --allow-run-as-root -x STORAGE_EMULATOR_HOST \
+  "$bin/sweep" --sweep_dir="$gs/sweep_groups" --config="$work/sweep.json" --groups=2
+cmp -s <(cut -d, -f1-7 "$work/leaderboard_gs.csv") \
+  <(download sweep_groups/leaderboard.csv /dev/stdout | cut -d, -f1-7) ||
+  die "the gs:// sweep under mpirun gave another leaderboard than the one without"
+for v in $variants; do
+  download "sweep_groups/${v}train.log" "$work/sweep_train.log" ||
+    die "gs://$bucket/sweep_groups/${v}train.log is missing"
+  grep -q "examples/sec" "$work/sweep_train.log" ||
+    die "gs://$bucket/sweep_groups/${v}train.log has no trainer output"
+done
 say "passed"
