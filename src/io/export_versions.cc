@@ -44,19 +44,22 @@ bool is_marker(const std::string& name) {
   return std::find(markers.begin(), markers.end(), name) != markers.end();
 }
 
-// Every file under `from` into `to`, except the marker files directly in `from`.
+// Every file under `from` into `to`, except the marker files directly in `from` (`markers`
+// gets their names, when given: the top level's).
 Status copy_tree_but_markers(FileSystem& from_fs, const std::string& from, FileSystem& to_fs,
-                             const std::string& to, bool top) {
+                             const std::string& to, std::vector<std::string>* markers) {
   IC_RETURN_IF_ERROR(to_fs.make_dirs(to));
   IC_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, from_fs.list(from));
   for (const DirEntry& entry : entries) {
     const std::string source = join_path(from, entry.name);
     const std::string target = join_path(to, entry.name);
     if (entry.is_directory) {
-      IC_RETURN_IF_ERROR(copy_tree_but_markers(from_fs, source, to_fs, target, false));
+      IC_RETURN_IF_ERROR(copy_tree_but_markers(from_fs, source, to_fs, target, nullptr));
     } else if (!entry.is_regular_file) {
       return error("cannot copy ", source, ": not a regular file");
-    } else if (!(top && is_marker(entry.name))) {
+    } else if (markers != nullptr && is_marker(entry.name)) {
+      markers->push_back(entry.name);
+    } else {
       IC_RETURN_IF_ERROR(copy_file(source, target));
     }
   }
@@ -68,16 +71,15 @@ Status copy_export_files(const std::string& from, const std::string& to,
                          const std::map<std::string, std::string>& extra_files) {
   IC_ASSIGN_OR_RETURN(FileSystem * from_fs, file_system_for(from));
   IC_ASSIGN_OR_RETURN(FileSystem * to_fs, file_system_for(to));
-  IC_RETURN_IF_ERROR(copy_tree_but_markers(*from_fs, from, *to_fs, to, true));
+  std::vector<std::string> markers;
+  IC_RETURN_IF_ERROR(copy_tree_but_markers(*from_fs, from, *to_fs, to, &markers));
   for (const auto& [name, contents] : extra_files) {
     const std::string path = join_path(to, name);
     IC_RETURN_IF_ERROR(to_fs->make_dirs(parent_path(path)));
     IC_RETURN_IF_ERROR(to_fs->write_atomically(path, {contents}));
   }
-  for (const std::string& marker : export_marker_files()) {
-    IC_ASSIGN_OR_RETURN(bool there, from_fs->exists(join_path(from, marker)));
-    if (there) IC_RETURN_IF_ERROR(copy_file(join_path(from, marker), join_path(to, marker)));
-  }
+  for (const std::string& marker : markers)
+    IC_RETURN_IF_ERROR(copy_file(join_path(from, marker), join_path(to, marker)));
   return Status();
 }
 
