@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "command_line.h"
@@ -190,21 +191,24 @@ int sweep_main(int argc, char** argv) {
   if (!ran.ok()) return exit_code_for(ran);
   if (rows->size() < config->variants.size()) return 0;  // stopped, or one task of an array
   // Another format than the best export's: read it, and export it as export_model would.
-  const WinnerConversion convert =
-      [&](const std::string& best_export, const std::string& serving,
-          const std::map<std::string, std::string>& extra_files) -> Result<std::string> {
-    IC_ASSIGN_OR_RETURN(InferenceModel model,
-                        load_for_inference("", join_path(best_export, "saved_model.pb")));
-    if (flags.export_format == ExportFormat::int8) {
-      CalibrationOptions calibration;
-      calibration.data_dir = flags.calibration_data;
-      calibration.images = flags.calibration_images;
-      IC_RETURN_IF_ERROR(calibrate_on_cpu(model, calibration, flags.cores));
-    }
-    return export_trained_model(model, serving, flags.export_format, {}, extra_files);
-  };
-  Result<std::string> served =
-      export_winner(flags.sweep_dir, rows->front(), choice_name(flags.export_format), convert);
+  std::optional<WinnerConversion> conversion;
+  if (flags.export_format != ExportFormat::saved_model) {
+    conversion = WinnerConversion{
+        choice_name(flags.export_format),
+        [&](const std::string& best_export, const std::string& serving,
+            const std::map<std::string, std::string>& extra_files) -> Result<std::string> {
+          IC_ASSIGN_OR_RETURN(InferenceModel model,
+                              load_for_inference("", join_path(best_export, "saved_model.pb")));
+          if (flags.export_format == ExportFormat::int8) {
+            CalibrationOptions calibration;
+            calibration.data_dir = flags.calibration_data;
+            calibration.images = flags.calibration_images;
+            IC_RETURN_IF_ERROR(calibrate_on_cpu(model, calibration, flags.cores));
+          }
+          return export_trained_model(model, serving, flags.export_format, {}, extra_files);
+        }};
+  }
+  Result<std::string> served = export_winner(flags.sweep_dir, rows->front(), conversion);
   if (!served.ok()) {
     std::cerr << "sweep: " << served.status().message() << std::endl;
     return exit_code_for(served.status());

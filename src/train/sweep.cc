@@ -149,7 +149,7 @@ Status run_full(const SweepConfig& config, const SweepOptions& options, std::ost
     return finish_variant(
         options, v,
         StageRecord{
-            config.train_steps, wall, last_examples_per_sec(join_path(dir, "train.log")), {}});
+            config.train_steps, wall, last_examples_per_sec(join_path(dir, kTrainLog)), {}});
   };
   IC_ASSIGN_OR_RETURN(StageEnd end,
                       train_stage(config, options, to_run, config.train_steps, finished, log));
@@ -178,7 +178,7 @@ Status run_halving(const SweepConfig& config, const SweepOptions& options, std::
                                << entering.size() - to_run.size() << " there already)" << std::endl;
     const auto reached = [&](const SweepVariant& v, double wall) -> Status {
       const std::string dir = variant_dir(options.sweep_dir, v);
-      StageRecord record{steps, wall, last_examples_per_sec(join_path(dir, "train.log")), {}};
+      StageRecord record{steps, wall, last_examples_per_sec(join_path(dir, kTrainLog)), {}};
       if (last) {  // result.json: the wall time of all its rungs
         record.wall_seconds += earlier_rungs_wall(dir, rungs, steps);
         log << "sweep: " << v.name << " finished in " << sweep_number(record.wall_seconds) << " s"
@@ -299,23 +299,22 @@ std::string leaderboard_csv(const SweepConfig& config, const std::vector<Leaderb
 }
 
 Result<std::string> export_winner(const std::string& sweep_dir, const LeaderboardRow& winner,
-                                  const std::string& format, const WinnerConversion& convert) {
+                                  const std::optional<WinnerConversion>& conversion) {
   const std::string serving = join_path(sweep_dir, "serving");
   IC_RETURN_IF_ERROR(make_dirs(serving));
   IC_ASSIGN_OR_RETURN(auto versions, export_version_dirs(serving));  // highest first
   const int64_t newest = versions.empty() ? -1 : versions.front().first;
-  const bool copy = format == "saved_model";
-  if (!copy && !convert) return invalid_argument("the winner cannot be exported as ", format);
   // A copy's record names no format: the records of sweeps from before --export_format.
-  const std::string record = "{\"variant\": " + json_quote(winner.variant) +
-                             ", \"source\": " + json_quote(winner.best_export) +
-                             (copy ? std::string() : ", \"format\": " + json_quote(format)) + "}\n";
+  const std::string record =
+      "{\"variant\": " + json_quote(winner.variant) +
+      ", \"source\": " + json_quote(winner.best_export) +
+      (conversion ? ", \"format\": " + json_quote(conversion->format) : std::string()) + "}\n";
   if (!versions.empty()) {
     const std::string& there = versions.front().second;
     Result<std::string> was = read_file_to_string(join_path(there, kWinnerRecord), 1 << 16);
     if (was.ok() && *was == record) return there;  // the winner already serves
   }
-  if (!copy) return convert(winner.best_export, serving, {{kWinnerRecord, record}});
+  if (conversion) return conversion->write(winner.best_export, serving, {{kWinnerRecord, record}});
   const int64_t version =
       std::max(newest + 1, export_version_number(base_name(winner.best_export)).value_or(0));
   return copy_export_version(winner.best_export, serving, version, {{kWinnerRecord, record}});

@@ -66,18 +66,22 @@ Result<std::vector<LeaderboardRow>> read_leaderboard(const SweepConfig& config,
 std::string leaderboard_csv(const SweepConfig& config, const std::vector<LeaderboardRow>& rows);
 
 // How the winner goes into serving/ in a format other than its best export's (a SavedModel):
-// `best_export` read and written as a new version of `serving_dir`, with `extra_files` (paths in
-// the version -> contents); the version's path. The programs pass infer/'s export.
-using WinnerConversion = std::function<Result<std::string>(
-    const std::string& best_export, const std::string& serving_dir,
-    const std::map<std::string, std::string>& extra_files)>;
+// the format's name (for the winner's record) and how to write it: `best_export` read and
+// written as a new version of `serving_dir`, with `extra_files` (paths in the version ->
+// contents), returning the version's path. The programs pass infer/'s export.
+struct WinnerConversion {
+  std::string format;
+  std::function<Result<std::string>(const std::string& best_export, const std::string& serving_dir,
+                                    const std::map<std::string, std::string>& extra_files)>
+      write;
+};
 
 // Puts `winner`'s best export into <sweep_dir>/serving/<N>/ unless the newest version there is
-// already it, in `format`: "saved_model" copies the best export as it is (a poller never sees
-// half of it: io/export_versions.h); another format runs `convert`. Each version records
-// assets.extra/sweep_winner.json (variant, source export, format). Returns the version's path.
+// already it: without a conversion, the best export copied as it is (a poller never sees half
+// of it: io/export_versions.h); with one, written in its format. Each version records
+// assets.extra/sweep_winner.json (variant, source export, and a conversion's format). Returns
+// the version's path.
 Result<std::string> export_winner(const std::string& sweep_dir, const LeaderboardRow& winner,
-                                  const std::string& format = "saved_model",
-                                  const WinnerConversion& convert = {});
+                                  const std::optional<WinnerConversion>& conversion = {});
 
 }  // namespace ic

@@ -18,9 +18,6 @@ const std::set<std::string>& flags_the_sweep_sets() {
 
 constexpr size_t kMaxVariants = 10000;
 
-// The key of "grid" and "variants" that picks a variant's model (its trainer program).
-constexpr const char* kModelKey = "model";
-
 // "inception_v3, inception_v4, resnet50"
 std::string listed(const std::vector<std::string>& models) {
   std::string names;
@@ -108,7 +105,7 @@ Result<SweepConfig> parse_sweep_config(const std::string& text, const std::strin
   if (const JsonValue* flags = root.find("flags")) {
     IC_ASSIGN_OR_RETURN(config.base, flag_object(*flags, path + ": \"flags\""));
     for (const auto& [name, value] : config.base)
-      if (name == kModelKey)
+      if (name == kSweepModelKey)
         return invalid_argument(path, ": \"flags\": the model of every variant is \"trainer\"");
   }
 
@@ -154,7 +151,7 @@ Result<SweepConfig> parse_sweep_config(const std::string& text, const std::strin
   for (size_t i = 0; i < sets.size(); ++i) {
     SweepVariant v{variant_name(i, sets[i]), sets[i], config.trainer};
     for (const auto& [name, value] : v.flags) {
-      if (name != kModelKey) continue;
+      if (name != kSweepModelKey) continue;
       IC_RETURN_IF_ERROR(check_model(value, models, path + ": variant " + v.name));
       v.trainer = value;
     }

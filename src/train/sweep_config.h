@@ -13,6 +13,9 @@
 
 namespace ic {
 
+// The key of "grid" and "variants" that picks a variant's model (SweepVariant::trainer).
+constexpr const char* kSweepModelKey = "model";
+
 // One flag as the trainer's command line spells it: --name=value.
 using FlagSetting = std::pair<std::string, std::string>;
 

@@ -96,7 +96,7 @@ Result<StageEnd> train_stage_in_groups(const SweepConfig& config, const SweepOpt
     // other processes are waiting for it there, and the trainer says what is wrong.
     (void)make_dirs(dir);
     const std::string log_name =
-        first ? "train.log" : "train.rank-" + std::to_string(group.rank()) + ".log";
+        first ? std::string(kTrainLog) : "train.rank-" + std::to_string(group.rank()) + ".log";
     Result<std::string> log_path = running_log_path(options, v, log_name);
     if (!log_path.ok()) std::cerr << "sweep: " << log_path.status().message() << std::endl;
     if (first) {

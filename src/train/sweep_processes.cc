@@ -22,7 +22,6 @@ namespace ic {
 namespace {
 
 using SweepClock = std::chrono::steady_clock;
-constexpr const char* kLog = "train.log";
 
 // Starts `args` with stdout and stderr appended to `log_path`.
 Result<pid_t> spawn_logged(const std::vector<std::string>& args, const std::string& log_path) {
@@ -66,13 +65,13 @@ Result<StageEnd> train_stage_in_processes(const SweepConfig& config, const Sweep
       const SweepVariant& v = *variants[next++];
       const std::string dir = variant_dir(options.sweep_dir, v);
       IC_RETURN_IF_ERROR(make_dirs(dir));
-      IC_ASSIGN_OR_RETURN(std::string log_path, running_log_path(options, v, kLog));
+      IC_ASSIGN_OR_RETURN(std::string log_path, running_log_path(options, v, kTrainLog));
       const std::vector<std::string> args = variant_command(config, options, v, threads, steps);
       Result<pid_t> pid = spawn_logged(args, log_path);
       if (!pid.ok()) return pid.status();
       log << "sweep: training " << v.name << " (" << flags_text(v.flags) << ", " << threads
           << " threads) to step " << steps << " in " << dir;
-      if (log_path != join_path(dir, kLog)) log << ", its output in " << log_path;
+      if (log_path != join_path(dir, kTrainLog)) log << ", its output in " << log_path;
       log << std::endl;
       running[*pid] = SweepRun{&v, SweepClock::now()};
     }
@@ -99,12 +98,12 @@ Result<StageEnd> train_stage_in_processes(const SweepConfig& config, const Sweep
     const std::string dir = variant_dir(options.sweep_dir, v);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     const int64_t step = trained_step(dir);
-    if (Status published = publish_log(options, v, kLog); !published.ok())
+    if (Status published = publish_log(options, v, kTrainLog); !published.ok())
       log << "sweep: " << v.name << ": " << published.message() << std::endl;
     if (code != 0) {
       end.failures.push_back(v.name);
       log << "sweep: " << v.name << " failed (exit code " << code << "); its log is "
-          << join_path(dir, "train.log") << std::endl;
+          << join_path(dir, kTrainLog) << std::endl;
       continue;
     }
     if (step < steps) {

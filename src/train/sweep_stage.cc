@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "core/mix64.h"
 #include "io/checkpoint_dir.h"
@@ -35,31 +36,41 @@ std::string staging_dir(const std::string& sweep_dir) {
 
 constexpr uint64_t kMaxLogBytes = uint64_t{1} << 30;
 
+// The staged file of `name` for `v` (an object-store sweep only).
+std::string staged_log_path(const SweepOptions& options, const SweepVariant& v,
+                            const std::string& name) {
+  return join_path(join_path(staging_dir(options.sweep_dir), v.name), name);
+}
+
+// The file's bytes, or nullopt when it does not exist (one request, not a check and a read).
+Result<std::optional<std::string>> read_if_there(const std::string& path) {
+  Result<std::string> bytes = read_file_to_string(path, kMaxLogBytes);
+  if (bytes.ok()) return std::optional<std::string>(std::move(*bytes));
+  if (bytes.status().code() == StatusCode::not_found) return std::optional<std::string>();
+  return bytes.status();
+}
+
 }  // namespace
 
 Result<std::string> running_log_path(const SweepOptions& options, const SweepVariant& v,
                                      const std::string& name) {
   if (local_path(options.sweep_dir)) return join_path(variant_dir(options.sweep_dir, v), name);
-  const std::string dir = join_path(staging_dir(options.sweep_dir), v.name);
+  const std::string path = staged_log_path(options, v, name);
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return error("cannot create ", dir, " for the trainers' logs: ", ec.message());
-  return join_path(dir, name);
+  std::filesystem::create_directories(parent_path(path), ec);
+  if (ec)
+    return error("cannot create ", parent_path(path), " for the trainers' logs: ", ec.message());
+  return path;
 }
 
 Status publish_log(const SweepOptions& options, const SweepVariant& v, const std::string& name) {
   if (local_path(options.sweep_dir)) return Status();
-  IC_ASSIGN_OR_RETURN(std::string staged, running_log_path(options, v, name));
-  IC_ASSIGN_OR_RETURN(bool have_staged, path_exists(staged));
-  if (!have_staged) return Status();
-  IC_ASSIGN_OR_RETURN(std::string added, read_file_to_string(staged, kMaxLogBytes));
+  const std::string staged = staged_log_path(options, v, name);
+  IC_ASSIGN_OR_RETURN(std::optional<std::string> added, read_if_there(staged));
+  if (!added) return Status();  // nothing staged since the last publish
   const std::string target = join_path(variant_dir(options.sweep_dir, v), name);
-  IC_ASSIGN_OR_RETURN(bool have_earlier, path_exists(target));
-  std::string earlier;
-  if (have_earlier) {
-    IC_ASSIGN_OR_RETURN(earlier, read_file_to_string(target, kMaxLogBytes));
-  }
-  IC_RETURN_IF_ERROR(write_file_atomically(target, {earlier, added}));
+  IC_ASSIGN_OR_RETURN(std::optional<std::string> earlier, read_if_there(target));
+  IC_RETURN_IF_ERROR(write_file_atomically(target, {earlier.value_or(""), *added}));
   IC_RETURN_IF_ERROR(remove_file(staged));
   // The variant's staging directory, then the sweep's, when nothing else is staged there.
   std::error_code ec;
@@ -86,7 +97,7 @@ std::vector<std::string> variant_command(const SweepConfig& config, const SweepO
   std::vector<std::string> args = {join_path(options.bin_dir, v.trainer)};
   for (const auto& [name, value] : config.base) args.push_back("--" + name + "=" + value);
   for (const auto& [name, value] : v.flags)
-    if (name != "model") args.push_back("--" + name + "=" + value);  // the trainer is the model
+    if (name != kSweepModelKey) args.push_back("--" + name + "=" + value);  // v.trainer's
   if (!has_flag(config.base, "num_threads") && !has_flag(v.flags, "num_threads"))
     args.push_back("--num_threads=" + std::to_string(threads));
   args.push_back("--mode=train_and_eval");

@@ -29,6 +29,9 @@ struct StageEnd {
 // Records a variant that got to the stage's step, with the wall time it took.
 using VariantDone = std::function<Status(const SweepVariant&, double wall_seconds)>;
 
+// A variant's trainer output (its group's other processes under mpirun: train.rank-<r>.log).
+constexpr const char* kTrainLog = "train.log";
+
 std::string variant_dir(const std::string& sweep_dir, const SweepVariant& v);
 // "--learning_rate=0.1 --depth_multiplier=0.5"
 std::string flags_text(const std::vector<FlagSetting>& flags);
