@@ -39,6 +39,20 @@ Shape Pool2dDesc::output() const {
                tf_output_size(input.w(), kernel_w, stride_w, padding), input.c()};
 }
 
+Shape PadDesc::output() const {
+  return Shape{input.n(), input.h() + pads.top + pads.bottom, input.w() + pads.left + pads.right,
+               input.c()};
+}
+
+const char* activation_name(Activation function) {
+  switch (function) {
+    case Activation::relu6: return "relu6";
+    case Activation::sigmoid: return "sigmoid";
+    case Activation::swish: return "swish";
+  }
+  return "?";
+}
+
 Shape ConcatDesc::output() const {
   Shape out = inputs.at(0);
   int64_t channels = 0;
@@ -56,6 +70,7 @@ bool conv_timing_enabled(const Conv2dDesc& desc) {
 namespace {
 struct OpNamer {
   const char* operator()(const Conv2dDesc& d) const {
+    if (d.groups > 1 && !d.int8) return d.fused_relu ? "grouped_conv2d+relu" : "grouped_conv2d";
     if (d.int8) return d.fused_relu ? "conv2d_int8+relu" : "conv2d_int8";
     return d.fused_relu ? "conv2d+relu" : "conv2d";
   }
@@ -68,7 +83,12 @@ struct OpNamer {
   }
   const char* operator()(const GlobalAvgPoolDesc&) const { return "global_avg_pool"; }
   const char* operator()(const ConcatDesc&) const { return "concat"; }
-  const char* operator()(const DropoutDesc&) const { return "dropout"; }
+  const char* operator()(const DropoutDesc& d) const {
+    return d.per_example ? "drop_connect" : "dropout";
+  }
+  const char* operator()(const ActivationDesc& d) const { return activation_name(d.function); }
+  const char* operator()(const ChannelScaleDesc&) const { return "scale_channels"; }
+  const char* operator()(const PadDesc&) const { return "zero_pad"; }
   const char* operator()(const DenseDesc&) const { return "dense"; }
   const char* operator()(const AddDesc& d) const { return d.fused_relu ? "add+relu" : "add"; }
   const char* operator()(const SoftmaxCrossEntropyDesc&) const { return "softmax_cross_entropy"; }
@@ -99,7 +119,7 @@ DType activation_type(const OpDesc& desc) { return std::visit(ActivationType{}, 
 int64_t op_multiply_adds(const OpDesc& desc) {
   if (const auto* conv = std::get_if<Conv2dDesc>(&desc)) {
     const Shape out = conv->output();
-    return out.numel() * conv->kernel_h * conv->kernel_w * conv->input.c();
+    return out.numel() * conv->kernel_h * conv->kernel_w * conv->in_channels_per_group();
   }
   if (const auto* dense = std::get_if<DenseDesc>(&desc)) {
     return dense->batch * dense->in_features * dense->out_features;

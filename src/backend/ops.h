@@ -51,10 +51,15 @@ struct Int8Conv {
 };
 
 // y = conv(x, w) (+ b) (then max(y, 0) if fused_relu).
-// in: x[N,H,W,Ci]  params: w[kh,kw,Ci,Co] (+ b[Co])  out: y[N,Ho,Wo,Co]
+// in: x[N,H,W,Ci]  params: w[kh,kw,Ci/groups,Co] (+ b[Co])  out: y[N,Ho,Wo,Co]
+// Grouped (groups > 1): the channels split into `groups` equal runs; output channels
+// [g*Co/G, (g+1)*Co/G) read only input channels [g*Ci/G, (g+1)*Ci/G) (TensorFlow's grouped
+// Conv2D). Depthwise is groups = Ci = Co, whose weights [kh,kw,1,C] have the same bytes as
+// TensorFlow's depthwise filter [kh,kw,C,1].
 struct Conv2dDesc {
   Shape input;
   int64_t out_channels = 0;
+  int64_t groups = 1;
   int kernel_h = 1, kernel_w = 1;
   int stride_h = 1, stride_w = 1;
   Padding padding = Padding::same;
@@ -78,6 +83,11 @@ struct Conv2dDesc {
   // int8 inference (forward only, constant weights; see Int8Conv). Unset: float32/bf16.
   std::optional<Int8Conv> int8 = std::nullopt;
   Shape output() const;
+  int64_t in_channels_per_group() const { return input.c() / groups; }
+  int64_t weight_count() const {
+    return int64_t{kernel_h} * kernel_w * in_channels_per_group() * out_channels;
+  }
+  bool depthwise() const { return groups > 1 && groups == input.c() && groups == out_channels; }
 };
 
 // Whether `desc` asks for its implementation to be chosen by timing and the environment lets
@@ -105,6 +115,35 @@ struct BatchNormDesc {
 struct ReluDesc {
   Shape input;
   DType activations = DType::f32;  // x and y (f32 or bf16)
+};
+
+// in: x  out: y = f(x), elementwise:
+//   relu6:   min(max(x, 0), 6)      (gradient passes where 0 < x < 6, as TensorFlow's Relu6Grad)
+//   sigmoid: 1 / (1 + exp(-x))
+//   swish:   x * sigmoid(x)         (Keras' swish / SiLU)
+enum class Activation { relu6, sigmoid, swish };
+struct ActivationDesc {
+  Shape input;
+  Activation function = Activation::relu6;
+  DType activations = DType::f32;  // x and y (f32 or bf16)
+};
+const char* activation_name(Activation function);
+
+// Squeeze-and-excitation's product: each channel of each example times its own factor.
+// in: x[N,H,W,C], s[N,C]  out: y[N,H,W,C] = x[n,h,w,c] * s[n,c]
+// backward: dx = dy * s, ds[n,c] = sum over h,w of dy * x.
+struct ChannelScaleDesc {
+  Shape input;
+  DType activations = DType::f32;  // x, s and y (f32 or bf16)
+};
+
+// Zero padding around the map (Keras' ZeroPadding2D), for networks whose padding is not
+// TensorFlow's SAME. in: x[N,H,W,C]  out: y[N,H+top+bottom,W+left+right,C]
+struct PadDesc {
+  Shape input;
+  Pads pads;
+  DType activations = DType::f32;  // x and y (f32 or bf16)
+  Shape output() const;
 };
 
 // in: x  out: y. Average pooling excludes padding from the count (TensorFlow SAME).
@@ -135,11 +174,14 @@ struct ConcatDesc {
 
 // in: x  out: y = x * mask / keep_prob, mask ~ Bernoulli(keep_prob) drawn from
 // (StepContext::seed, element index), so CPU and GPU draw the same mask. Identity when
-// not training.
+// not training. per_example (drop-connect, stochastic depth): one draw per example, index n,
+// that keeps or drops the whole example's tensor (a residual branch), as TensorFlow's
+// EfficientNet's drop_connect.
 struct DropoutDesc {
   Shape input;
   float keep_prob = 0.8f;
   bool training = true;
+  bool per_example = false;
   DType activations = DType::f32;  // x and y (f32 or bf16); gradients stay f32
 };
 
@@ -194,9 +236,10 @@ struct CastDesc {
   DType from = DType::f32, to = DType::bf16;  // f32 -> bf16 or bf16 -> f32
 };
 
-using OpDesc = std::variant<Conv2dDesc, BatchNormDesc, ReluDesc, Pool2dDesc, GlobalAvgPoolDesc,
-                            ConcatDesc, DropoutDesc, DenseDesc, AddDesc, SoftmaxCrossEntropyDesc,
-                            ReshapeDesc, QuantizeDesc, CastDesc>;
+using OpDesc =
+    std::variant<Conv2dDesc, BatchNormDesc, ReluDesc, Pool2dDesc, GlobalAvgPoolDesc, ConcatDesc,
+                 DropoutDesc, DenseDesc, AddDesc, SoftmaxCrossEntropyDesc, ReshapeDesc,
+                 QuantizeDesc, CastDesc, ActivationDesc, ChannelScaleDesc, PadDesc>;
 
 // The type the arena holds `desc`'s activations in (f32 for ops that have no choice).
 DType activation_type(const OpDesc& desc);

@@ -91,19 +91,42 @@ class GraphBuilder {
     bool bias = false;
     ParamInit init{ParamInit::Kind::variance_scaling, 0.f};
     DType compute = DType::f32;
+    int64_t groups = 1;  // weights [kh,kw,Ci/groups,filters] (ops.h, Conv2dDesc)
+    // The variables' last name part: TF-slim's "weights"/"biases", Keras' "kernel"/"bias".
+    std::string weights_name = "weights", biases_name = "biases";
   };
   ValueId conv2d(ValueId x, const ConvOptions& options, const std::string& scope);
+
+  // A depthwise convolution (multiplier 1): one kh x kw filter per channel, weights
+  // "<scope>/<weights_name>" [kh,kw,C,1] as TensorFlow's depthwise filter.
+  struct DepthwiseOptions {
+    int kernel_h = 3, kernel_w = 3;
+    int stride = 1;
+    Padding padding = Padding::same;
+    ParamInit init{ParamInit::Kind::variance_scaling, 0.f};
+    std::string weights_name = "depthwise_weights";  // Keras: "depthwise_kernel"
+  };
+  ValueId depthwise_conv2d(ValueId x, const DepthwiseOptions& options, const std::string& scope);
 
   struct BatchNormOptions {
     float decay = 0.996f;
     float epsilon = 1e-3f;
     bool gamma = false;  // TF-slim Inception: beta only
     bool relu = false;   // fused ReLU after the normalisation
+    // Between the scope and the variable names: TF-slim's "/BatchNorm"; "" for Keras, whose
+    // scope is the layer ("conv1/bn").
+    std::string suffix = "/BatchNorm";
   };
-  // Parameters "<scope>/BatchNorm/beta" (+gamma), state ".../moving_mean", ".../moving_variance".
+  // Parameters "<scope><suffix>/beta" (+gamma), state ".../moving_mean", ".../moving_variance".
   ValueId batch_norm(ValueId x, const BatchNormOptions& options, const std::string& scope);
 
   ValueId relu(ValueId x, const std::string& name);
+  ValueId activation(ValueId x, Activation function, const std::string& name);
+  // x[N,H,W,C] * s[N,C], per example and channel (squeeze-and-excitation).
+  ValueId scale_channels(ValueId x, ValueId s, const std::string& name);
+  ValueId zero_pad(ValueId x, Pads pads, const std::string& name);
+  // Drop-connect: keeps or drops each example's whole x, rescaled by 1 / keep_prob (training).
+  ValueId drop_connect(ValueId x, float keep_prob, const std::string& name);
   ValueId max_pool(ValueId x, int kernel, int stride, Padding padding, const std::string& name);
   ValueId avg_pool(ValueId x, int kernel_h, int kernel_w, int stride, Padding padding,
                    const std::string& name);
@@ -111,7 +134,10 @@ class GraphBuilder {
   ValueId concat(const std::vector<ValueId>& xs, const std::string& name);
   ValueId dropout(ValueId x, float keep_prob, const std::string& name);
   // [N,K] -> [N,units]; parameters "<scope>/weights" [K,units] and "<scope>/biases".
-  ValueId dense(ValueId x, int64_t units, ParamInit init, const std::string& scope);
+  // Keras' names are "kernel" and "bias".
+  ValueId dense(ValueId x, int64_t units, ParamInit init, const std::string& scope,
+                const std::string& weights_name = "weights",
+                const std::string& biases_name = "biases");
   ValueId add(ValueId a, ValueId b, bool relu, const std::string& name);
   ValueId reshape(ValueId x, Shape shape, const std::string& name);
   // Adds a scalar loss term (training graphs) and returns it.

@@ -73,15 +73,38 @@ ValueId GraphBuilder::conv2d(ValueId x, const ConvOptions& o, const std::string&
   d.has_bias = o.bias;
   d.needs_input_grad = graph_.values.at(x).producer != kNone;
   d.compute = o.compute;
+  d.groups = o.groups;
+  if (o.groups < 1 || d.input.c() % o.groups != 0 || o.filters % o.groups != 0)
+    throw std::logic_error("conv " + scope + ": " + std::to_string(o.groups) +
+                           " groups do not divide " + std::to_string(d.input.c()) + " -> " +
+                           std::to_string(o.filters) + " channels");
   std::vector<ParamId> params;
-  params.push_back(
-      add_param(ParamInfo{scope + "/weights", Shape{o.kernel_h, o.kernel_w, d.input.c(), o.filters},
-                          o.init, true, true}));
+  params.push_back(add_param(ParamInfo{
+      scope + "/" + o.weights_name,
+      Shape{o.kernel_h, o.kernel_w, d.in_channels_per_group(), o.filters}, o.init, true, true}));
   if (o.bias)
-    params.push_back(add_param(ParamInfo{scope + "/biases", Shape{o.filters},
+    params.push_back(add_param(ParamInfo{scope + "/" + o.biases_name, Shape{o.filters},
                                          ParamInit{ParamInit::Kind::zeros, 0.f}, true, false}));
   const Shape out = d.output();
   return add_node(scope, d, {x}, out, std::move(params));
+}
+
+ValueId GraphBuilder::depthwise_conv2d(ValueId x, const DepthwiseOptions& o,
+                                       const std::string& scope) {
+  Conv2dDesc d;
+  d.input = shape(x);
+  d.out_channels = d.input.c();
+  d.groups = d.input.c();
+  d.kernel_h = o.kernel_h;
+  d.kernel_w = o.kernel_w;
+  d.stride_h = d.stride_w = o.stride;
+  d.padding = o.padding;
+  d.needs_input_grad = graph_.values.at(x).producer != kNone;
+  const ParamId w =
+      add_param(ParamInfo{scope + "/" + o.weights_name,
+                          Shape{o.kernel_h, o.kernel_w, d.input.c(), 1}, o.init, true, true});
+  const Shape out = d.output();
+  return add_node(scope, d, {x}, out, {w});
 }
 
 ValueId GraphBuilder::batch_norm(ValueId x, const BatchNormOptions& o, const std::string& scope) {
@@ -93,18 +116,42 @@ ValueId GraphBuilder::batch_norm(ValueId x, const BatchNormOptions& o, const std
   d.fused_relu = o.relu;
   d.training = graph_.training;
   const Shape channels{d.input.c()};
-  const std::string bn = scope + "/BatchNorm/";
+  const std::string bn = scope + o.suffix + "/";
   const ParamInit zeros{ParamInit::Kind::zeros, 0.f}, ones{ParamInit::Kind::ones, 0.f};
   std::vector<ParamId> params{add_param(ParamInfo{bn + "beta", channels, zeros, true, false})};
   if (o.gamma) params.push_back(add_param(ParamInfo{bn + "gamma", channels, ones, true, false}));
   std::vector<ParamId> state{
       add_param(ParamInfo{bn + "moving_mean", channels, zeros, false, false}),
       add_param(ParamInfo{bn + "moving_variance", channels, ones, false, false})};
-  return add_node(scope + "/BatchNorm", d, {x}, d.input, std::move(params), std::move(state));
+  return add_node(scope + o.suffix, d, {x}, d.input, std::move(params), std::move(state));
 }
 
 ValueId GraphBuilder::relu(ValueId x, const std::string& name) {
   return add_node(name, ReluDesc{shape(x)}, {x}, shape(x));
+}
+
+ValueId GraphBuilder::activation(ValueId x, Activation function, const std::string& name) {
+  return add_node(name, ActivationDesc{shape(x), function}, {x}, shape(x));
+}
+
+ValueId GraphBuilder::scale_channels(ValueId x, ValueId s, const std::string& name) {
+  const Shape& in = shape(x);
+  if (shape(s) != Shape{in.n(), in.c()})
+    throw std::logic_error("scale_channels " + name + ": factors " + shape(s).str() +
+                           " do not match " + in.str());
+  return add_node(name, ChannelScaleDesc{in}, {x, s}, in);
+}
+
+ValueId GraphBuilder::zero_pad(ValueId x, Pads pads, const std::string& name) {
+  const PadDesc d{shape(x), pads};
+  const Shape out = d.output();
+  return add_node(name, d, {x}, out);
+}
+
+ValueId GraphBuilder::drop_connect(ValueId x, float keep_prob, const std::string& name) {
+  DropoutDesc d{shape(x), keep_prob, graph_.training};
+  d.per_example = true;
+  return add_node(name, d, {x}, shape(x));
 }
 
 ValueId GraphBuilder::max_pool(ValueId x, int kernel, int stride, Padding padding,
@@ -144,14 +191,15 @@ ValueId GraphBuilder::dropout(ValueId x, float keep_prob, const std::string& nam
   return add_node(name, DropoutDesc{shape(x), keep_prob, graph_.training}, {x}, shape(x));
 }
 
-ValueId GraphBuilder::dense(ValueId x, int64_t units, ParamInit init, const std::string& scope) {
+ValueId GraphBuilder::dense(ValueId x, int64_t units, ParamInit init, const std::string& scope,
+                            const std::string& weights_name, const std::string& biases_name) {
   const Shape in = shape(x);
   if (in.rank() != 2) throw std::logic_error("dense " + scope + " needs [N,K], got " + in.str());
   DenseDesc d{in[0], in[1], units, true, graph_.values.at(x).producer != kNone};
   std::vector<ParamId> params{
-      add_param(ParamInfo{scope + "/weights", Shape{in[1], units}, init, true, true}),
-      add_param(ParamInfo{scope + "/biases", Shape{units}, ParamInit{ParamInit::Kind::zeros, 0.f},
-                          true, false})};
+      add_param(ParamInfo{scope + "/" + weights_name, Shape{in[1], units}, init, true, true}),
+      add_param(ParamInfo{scope + "/" + biases_name, Shape{units},
+                          ParamInit{ParamInit::Kind::zeros, 0.f}, true, false})};
   return add_node(scope, d, {x}, Shape{in[0], units}, std::move(params));
 }
 

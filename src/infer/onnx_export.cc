@@ -27,7 +27,8 @@ static_assert(std::endian::native == std::endian::little,
 
 FoldedConv fold_conv(const Conv2dDesc& conv, const float* hwio_weights, const float* conv_bias,
                      const BatchNormValues* bn) {
-  const int64_t co = conv.out_channels, ci = conv.input.c();
+  // ci: the input channels each filter reads (Ci / groups); HWIO and OIHW both keep them so.
+  const int64_t co = conv.out_channels, ci = conv.in_channels_per_group();
   const int64_t kh = conv.kernel_h, kw = conv.kernel_w;
   FoldedConv out;
   out.weights.resize(static_cast<size_t>(co * ci * kh * kw));
@@ -251,9 +252,8 @@ std::string OnnxBuilder::dequantized_weights(const std::string& layer,
 
 Status OnnxBuilder::emit_conv(const Node& conv_node, const Node* bn_node) {
   const auto& conv = std::get<Conv2dDesc>(conv_node.desc);
-  const int64_t co = conv.out_channels, ci = conv.input.c();
-  IC_ASSIGN_OR_RETURN(const float* w,
-                      param(conv_node.params.at(0), conv.kernel_h * conv.kernel_w * ci * co));
+  const int64_t co = conv.out_channels, ci = conv.in_channels_per_group();
+  IC_ASSIGN_OR_RETURN(const float* w, param(conv_node.params.at(0), conv.weight_count()));
   const float* bias = nullptr;
   if (conv.has_bias) {
     IC_ASSIGN_OR_RETURN(bias, param(conv_node.params.at(1), co));
@@ -298,6 +298,7 @@ Status OnnxBuilder::emit_conv(const Node& conv_node, const Node* bn_node) {
   ints(n, "kernel_shape", {conv.kernel_h, conv.kernel_w});
   ints(n, "strides", {conv.stride_h, conv.stride_w});
   ints(n, "pads", {p.top, p.left, p.bottom, p.right});  // begins (H, W), then ends
+  if (conv.groups > 1) integer(n, "group", conv.groups);
   if (relu) node("Relu", {y}, {output_name(result)}, conv_node.name + "/Relu");
   return {};
 }
@@ -457,6 +458,39 @@ Status OnnxBuilder::emit(NodeId id) {
     return {};
   }
   if (const auto* reshape = std::get_if<ReshapeDesc>(&n.desc)) return emit_reshape(n, *reshape);
+  if (const auto* act = std::get_if<ActivationDesc>(&n.desc)) {
+    switch (act->function) {
+      case Activation::relu6:
+        node("Clip",
+             {in(0), scalar_initializer(n.name + "/min", 0.f),
+              scalar_initializer(n.name + "/max", 6.f)},
+             {out()}, n.name);
+        return {};
+      case Activation::sigmoid: node("Sigmoid", {in(0)}, {out()}, n.name); return {};
+      case Activation::swish: {
+        const std::string gate = fresh(n.name + "/sigmoid");
+        node("Sigmoid", {in(0)}, {gate}, n.name + "/Sigmoid");
+        node("Mul", {in(0), gate}, {out()}, n.name);
+        return {};
+      }
+    }
+  }
+  if (const auto* scale = std::get_if<ChannelScaleDesc>(&n.desc)) {
+    // s [N,C] as [N,C,1,1], broadcast over the NCHW map.
+    const std::string factors = fresh(n.name + "/nc11");
+    node("Reshape", {in(1), shape_initializer(n.name + "/shape", {-1, scale->input.c(), 1, 1})},
+         {factors}, n.name + "/Reshape");
+    node("Mul", {in(0), factors}, {out()}, n.name);
+    return {};
+  }
+  if (const auto* pad = std::get_if<PadDesc>(&n.desc)) {
+    const Pads& p = pad->pads;  // NCHW: begins of N,C,H,W then their ends
+    node("Pad",
+         {in(0),
+          shape_initializer(n.name + "/pads", {0, 0, p.top, p.left, 0, 0, p.bottom, p.right})},
+         {out()}, n.name);
+    return {};
+  }
   return error("ONNX export: node ", n.name, " (", op_name(n.desc),
                ") is not part of an inference network");
 }

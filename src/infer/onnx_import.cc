@@ -93,9 +93,9 @@ class Rebuilder {
     values_[id].assign(static_cast<size_t>(numel), value);
   }
 
-  // ONNX's [Co, Ci, kh, kw] back to our HWIO.
+  // ONNX's [Co, Ci/groups, kh, kw] back to our HWIO.
   Status conv_weights(const Node& n, const Conv2dDesc& conv) {
-    const int64_t co = conv.out_channels, ci = conv.input.c();
+    const int64_t co = conv.out_channels, ci = conv.in_channels_per_group();
     const int64_t kh = conv.kernel_h, kw = conv.kernel_w;
     IC_ASSIGN_OR_RETURN(std::vector<float> oihw,
                         init_.floats(n.name + "/weights", co * ci * kh * kw));

@@ -195,7 +195,22 @@ class Translator {
 
   Result<std::string> translate(const Node& node, const Conv2dDesc& d) {
     if (node.params.size() != (d.has_bias ? 2u : 1u)) return error("unexpected parameters");
-    NodeDef* conv = float_op(node.name + "/Conv2D", "Conv2D", {in(node), read(node.params[0])});
+    // Depthwise: TensorFlow's own op, on the filter as [kh,kw,C,1] (a grouped-conv variable
+    // [kh,kw,1,C] has the same bytes and is reshaped). Other groups: Conv2D, which reads the
+    // group count from the filter's [kh,kw,Ci/G,Co].
+    std::string filter = read(node.params[0]);
+    const Shape& declared = graph_.params.at(static_cast<size_t>(node.params[0])).shape;
+    const bool depthwise = d.depthwise();
+    if (depthwise && declared.dims() != std::vector<int64_t>{d.kernel_h, d.kernel_w, d.groups, 1}) {
+      NodeDef* reshaped = float_op(
+          node.name + "/depthwise_filter", "Reshape",
+          {filter, b_.const_int32(node.name + "/depthwise_filter/shape",
+                                  {d.kernel_h, d.kernel_w, static_cast<int32_t>(d.groups), 1})});
+      set_type(reshaped, "Tshape", DT_INT32);
+      filter = reshaped->name();
+    }
+    NodeDef* conv = float_op(node.name + (depthwise ? "/depthwise" : "/Conv2D"),
+                             depthwise ? "DepthwiseConv2dNative" : "Conv2D", {in(node), filter});
     set_ints(conv, "strides", nhwc(d.stride_h, d.stride_w));
     set_string(conv, "padding", padding_name(d.padding));
     set_string(conv, "data_format", "NHWC");
@@ -279,6 +294,37 @@ class Translator {
     NodeDef* add = float_op(node.name + "/add", "AddV2", {in(node, 0), in(node, 1)});
     if (!d.fused_relu) return add->name();
     return relu(node.name + "/Relu", add->name());
+  }
+
+  Result<std::string> translate(const Node& node, const ActivationDesc& d) {
+    switch (d.function) {
+      case Activation::relu6: return float_op(node.name, "Relu6", {in(node)})->name();
+      case Activation::sigmoid: return float_op(node.name, "Sigmoid", {in(node)})->name();
+      case Activation::swish: {
+        NodeDef* gate = float_op(node.name + "/Sigmoid", "Sigmoid", {in(node)});
+        return float_op(node.name + "/mul", "Mul", {in(node), gate->name()})->name();
+      }
+    }
+    return error("unknown activation");
+  }
+
+  Result<std::string> translate(const Node& node, const ChannelScaleDesc& d) {
+    NodeDef* factors =
+        float_op(node.name + "/Reshape", "Reshape",
+                 {in(node, 1), b_.const_int32(node.name + "/Reshape/shape",
+                                              {-1, 1, 1, static_cast<int32_t>(d.input.c())})});
+    set_type(factors, "Tshape", DT_INT32);
+    return float_op(node.name + "/mul", "Mul", {in(node, 0), factors->name()})->name();
+  }
+
+  Result<std::string> translate(const Node& node, const PadDesc& d) {
+    const Pads& p = d.pads;
+    NodeDef* pad = float_op(
+        node.name, "Pad",
+        {in(node), b_.const_int32(node.name + "/paddings",
+                                  {0, 0, p.top, p.bottom, p.left, p.right, 0, 0}, {4, 2})});
+    set_type(pad, "Tpaddings", DT_INT32);
+    return pad->name();
   }
 
   Result<std::string> translate(const Node&, const QuantizeDesc&) {

@@ -32,6 +32,15 @@ std::string TfGraphDefBuilder::const_int32(const std::string& name,
   return node->name();
 }
 
+std::string TfGraphDefBuilder::const_int32(const std::string& name,
+                                           const std::vector<int32_t>& values,
+                                           const std::vector<int64_t>& shape) {
+  const std::string made = const_int32(name, values);
+  tensorflow::NodeDef& node = nodes_->at(nodes_->size() - 1);
+  *(*node.mutable_attr())["value"].mutable_tensor()->mutable_tensor_shape() = shape_proto(shape);
+  return made;
+}
+
 std::string TfGraphDefBuilder::const_strings(const std::string& name,
                                              const std::vector<std::string>& values, bool scalar) {
   tensorflow::NodeDef* node = add(name, "Const");

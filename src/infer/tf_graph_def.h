@@ -29,6 +29,9 @@ class TfGraphDefBuilder {
   // Constants; the node's name is returned.
   std::string const_int32(const std::string& name, const std::vector<int32_t>& values,
                           bool scalar = false);
+  // values in row-major order over `shape` (Pad's [4,2] paddings).
+  std::string const_int32(const std::string& name, const std::vector<int32_t>& values,
+                          const std::vector<int64_t>& shape);
   std::string const_strings(const std::string& name, const std::vector<std::string>& values,
                             bool scalar = false);
   // A float constant of `shape` whose every element is `value` (one value in the proto:

@@ -228,6 +228,41 @@ TEST_F(CudaVsCpu, DropoutDrawsTheCpuMaskExactly) {
   compare(DropoutDesc{s, 0.8f, false}, eval, 0, 0);
 }
 
+TEST_F(CudaVsCpu, GroupedAndDepthwiseConv) {
+  Conv2dDesc depthwise = conv({2, 8, 8, 16}, 16, 3, 3, 2, Padding::same, true);
+  depthwise.groups = 16;
+  compare(depthwise, conv_run(depthwise, 700), 1e-4, 1e-4);
+  Conv2dDesc grouped = conv({2, 7, 6, 6}, 9, 5, 5, 1, Padding::same);
+  grouped.groups = 3;
+  compare(grouped, conv_run(grouped, 710), 1e-4, 1e-4);
+}
+
+TEST_F(CudaVsCpu, ActivationsScaleChannelsZeroPadAndDropConnect) {
+  const Shape s{2, 5, 4, 6};
+  OpRun run;
+  run.inputs = {random_vec(s.numel(), 720, -8, 8)};
+  run.output_sizes = {size_t(s.numel())};
+  run.output_grads = {random_vec(s.numel(), 721)};
+  for (Activation f : {Activation::relu6, Activation::sigmoid, Activation::swish})
+    compare(ActivationDesc{s, f}, run, 1e-6, 1e-5);
+
+  OpRun scale = run;
+  scale.inputs.push_back(random_vec(s.n() * s.c(), 722));
+  compare(ChannelScaleDesc{s}, scale, 1e-5, 1e-5);
+
+  const PadDesc pad{s, Pads{3, 3, 1, 2}};
+  OpRun padded;
+  padded.inputs = run.inputs;
+  padded.output_sizes = {size_t(pad.output().numel())};
+  padded.output_grads = {random_vec(pad.output().numel(), 723)};
+  compare(pad, padded, 0, 0);
+
+  DropoutDesc drop{s, 0.7f, true};
+  drop.per_example = true;
+  run.ctx.seed = 99;
+  compare(drop, run, 0, 0);
+}
+
 TEST_F(CudaVsCpu, DenseWithBias) {
   const DenseDesc d{5, 33, 17, true, true};
   OpRun run;

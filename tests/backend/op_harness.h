@@ -153,7 +153,7 @@ inline OpRun conv_run(const Conv2dDesc& d, uint32_t seed) {
   OpRun run;
   const Shape out = d.output();
   run.inputs = {random_vec(d.input.numel(), seed)};
-  run.params = {random_vec(d.kernel_h * d.kernel_w * d.input.c() * d.out_channels, seed + 1)};
+  run.params = {random_vec(d.weight_count(), seed + 1)};
   if (d.has_bias) run.params.push_back(random_vec(d.out_channels, seed + 2));
   run.output_sizes = {size_t(out.numel())};
   run.output_grads = {random_vec(out.numel(), seed + 3)};

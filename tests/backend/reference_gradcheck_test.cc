@@ -41,6 +41,66 @@ TEST(ReferenceOps, ConvGradients) {
                   g.db, "conv db");
 }
 
+TEST(ReferenceOps, GroupedAndDepthwiseConvGradients) {
+  for (const int64_t groups : {int64_t{2}, int64_t{4}}) {
+    Conv2dDesc d;
+    d.input = Shape{1, 4, 5, 4};
+    d.out_channels = groups == 4 ? 4 : 6;  // 4: depthwise
+    d.groups = groups;
+    d.kernel_h = d.kernel_w = 3;
+    d.padding = Padding::same;
+    d.has_bias = true;
+    const Vec x = random_vec(d.input.numel(), 21), w = random_vec(d.weight_count(), 22),
+              b = random_vec(d.out_channels, 23), dy = random_vec(d.output().numel(), 24);
+    const auto g = ref::conv2d_backward(d, x, w, dy);
+    expect_gradient([&](const Vec& v) { return ref::dot(dy, ref::conv2d_forward(d, v, w, b)); }, x,
+                    g.dx, "grouped conv dx");
+    expect_gradient([&](const Vec& v) { return ref::dot(dy, ref::conv2d_forward(d, x, v, b)); }, w,
+                    g.dw, "grouped conv dw");
+  }
+}
+
+// A grouped convolution is its groups' convolutions side by side: each output channel equals
+// the plain convolution of its group's input channels with its filter.
+TEST(ReferenceOps, GroupedConvIsConvolutionPerGroup) {
+  Conv2dDesc d;
+  d.input = Shape{1, 3, 3, 4};
+  d.out_channels = 2;
+  d.groups = 2;
+  d.kernel_h = d.kernel_w = 1;
+  const Vec x = random_vec(d.input.numel(), 25), w = random_vec(d.weight_count(), 26);
+  const Vec y = ref::conv2d_forward(d, x, w, {});
+  // w is [1,1,2,2]: w[ci][co]; output 0 reads channels 0,1; output 1 reads channels 2,3.
+  for (int64_t p = 0; p < 9; ++p) {
+    EXPECT_NEAR(y[p * 2 + 0], x[p * 4 + 0] * w[0 * 2 + 0] + x[p * 4 + 1] * w[1 * 2 + 0], 1e-12);
+    EXPECT_NEAR(y[p * 2 + 1], x[p * 4 + 2] * w[0 * 2 + 1] + x[p * 4 + 3] * w[1 * 2 + 1], 1e-12);
+  }
+}
+
+TEST(ReferenceOps, ActivationScalePadGradients) {
+  const Vec x = random_vec(24, 27, -8, 8), dy = random_vec(24, 28);
+  for (Activation f : {Activation::relu6, Activation::sigmoid, Activation::swish})
+    expect_gradient([&](const Vec& v) { return ref::dot(dy, ref::activation_forward(f, v)); }, x,
+                    ref::activation_backward(f, x, dy), activation_name(f));
+  EXPECT_EQ(ref::activation_value(Activation::relu6, 7.5), 6.0);
+  EXPECT_NEAR(ref::activation_value(Activation::swish, 1.0), 1.0 / (1.0 + std::exp(-1.0)), 1e-15);
+
+  const Shape shape{2, 3, 2, 2};
+  const Vec s = random_vec(4, 29);
+  const auto g = ref::channel_scale_backward(shape, x, s, dy);
+  expect_gradient(
+      [&](const Vec& v) { return ref::dot(dy, ref::channel_scale_forward(shape, v, s)); }, x, g.dx,
+      "scale_channels dx");
+  expect_gradient(
+      [&](const Vec& v) { return ref::dot(dy, ref::channel_scale_forward(shape, x, v)); }, s, g.ds,
+      "scale_channels ds");
+
+  const PadDesc pad{shape, Pads{1, 2, 0, 3}};
+  const Vec dpad = random_vec(pad.output().numel(), 30);
+  expect_gradient([&](const Vec& v) { return ref::dot(dpad, ref::pad_forward(pad, v)); }, x,
+                  ref::pad_backward(pad, dpad), "zero_pad dx");
+}
+
 TEST(ReferenceOps, BatchNormGradients) {
   for (bool relu : {false, true}) {
     BatchNormDesc d;

@@ -37,13 +37,16 @@ struct ConvGeometry {
         kw(d.kernel_w),
         sh(d.stride_h),
         sw(d.stride_w) {
+    groups = d.groups;
     const Pads p = tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h, d.stride_w,
                            d.padding);
     top = p.top;
     left = p.left;
   }
+  int64_t groups = 1;
+  // ci: the channel within the filter's group (0 .. in.c / groups).
   int64_t w_at(int64_t i, int64_t j, int64_t ci, int64_t co) const {
-    return ((i * kw + j) * in.c + ci) * out.c + co;
+    return ((i * kw + j) * (in.c / groups) + ci) * out.c + co;
   }
   // Calls f(x index, w index, y index) for every multiply-add of the convolution.
   template <typename F>
@@ -55,9 +58,13 @@ struct ConvGeometry {
             for (int64_t j = 0; j < kw; ++j) {
               const int64_t ih = oh * sh - top + i, iw = ow * sw - left + j;
               if (ih < 0 || ih >= in.h || iw < 0 || iw >= in.w) continue;
-              for (int64_t ci = 0; ci < in.c; ++ci)
-                for (int64_t co = 0; co < out.c; ++co)
-                  f(in.at(n, ih, iw, ci), w_at(i, j, ci, co), out.at(n, oh, ow, co));
+              // Output channel co reads the input channels of its group only.
+              const int64_t in_group = in.c / groups, out_group = out.c / groups;
+              for (int64_t co = 0; co < out.c; ++co) {
+                const int64_t first = co / out_group * in_group;
+                for (int64_t ci = 0; ci < in_group; ++ci)
+                  f(in.at(n, ih, iw, first + ci), w_at(i, j, ci, co), out.at(n, oh, ow, co));
+              }
             }
   }
 };
@@ -291,6 +298,96 @@ inline Vec dropout_forward(const Vec& x, float keep_prob, uint64_t seed) {
   for (size_t i = 0; i < x.size(); ++i)
     y[i] = dropout_keep(seed, i, keep_prob) ? x[i] / static_cast<double>(keep_prob) : 0.0;
   return y;
+}
+
+// Drop-connect: one draw per example (index n), the whole example kept or dropped.
+inline Vec drop_connect_forward(const Vec& x, int64_t batch, float keep_prob, uint64_t seed) {
+  Vec y(x.size());
+  const size_t per = x.size() / static_cast<size_t>(batch);
+  for (size_t i = 0; i < x.size(); ++i)
+    y[i] = dropout_keep(seed, i / per, keep_prob) ? x[i] / static_cast<double>(keep_prob) : 0.0;
+  return y;
+}
+
+// ReLU6, sigmoid, swish and their derivatives (ReLU6's passes where 0 < x < 6, as TF's) ---------
+inline double activation_value(Activation f, double x) {
+  const double s = 1.0 / (1.0 + std::exp(-x));
+  switch (f) {
+    case Activation::relu6: return std::min(std::max(x, 0.0), 6.0);
+    case Activation::sigmoid: return s;
+    case Activation::swish: return x * s;
+  }
+  return 0.0;
+}
+inline double activation_derivative(Activation f, double x) {
+  const double s = 1.0 / (1.0 + std::exp(-x));
+  switch (f) {
+    case Activation::relu6: return x > 0.0 && x < 6.0 ? 1.0 : 0.0;
+    case Activation::sigmoid: return s * (1.0 - s);
+    case Activation::swish: return s + x * s * (1.0 - s);
+  }
+  return 0.0;
+}
+inline Vec activation_forward(Activation f, const Vec& x) {
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = activation_value(f, x[i]);
+  return y;
+}
+inline Vec activation_backward(Activation f, const Vec& x, const Vec& dy) {
+  Vec dx(x.size());
+  for (size_t i = 0; i < x.size(); ++i) dx[i] = dy[i] * activation_derivative(f, x[i]);
+  return dx;
+}
+
+// Squeeze-and-excitation's product: y[n,h,w,c] = x[n,h,w,c] * s[n,c] -------------------------
+inline Vec channel_scale_forward(const Shape& shape, const Vec& x, const Vec& s) {
+  const Dims4 d = dims(shape);
+  Vec y(x.size());
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t h = 0; h < d.h; ++h)
+      for (int64_t w = 0; w < d.w; ++w)
+        for (int64_t c = 0; c < d.c; ++c)
+          y[d.at(n, h, w, c)] = x[d.at(n, h, w, c)] * s[n * d.c + c];
+  return y;
+}
+struct ChannelScaleGrads {
+  Vec dx, ds;
+};
+inline ChannelScaleGrads channel_scale_backward(const Shape& shape, const Vec& x, const Vec& s,
+                                                const Vec& dy) {
+  const Dims4 d = dims(shape);
+  ChannelScaleGrads g{Vec(x.size(), 0.0), Vec(s.size(), 0.0)};
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t h = 0; h < d.h; ++h)
+      for (int64_t w = 0; w < d.w; ++w)
+        for (int64_t c = 0; c < d.c; ++c) {
+          const int64_t i = d.at(n, h, w, c);
+          g.dx[i] = dy[i] * s[n * d.c + c];
+          g.ds[n * d.c + c] += dy[i] * x[i];
+        }
+  return g;
+}
+
+// Zero padding and its gradient (the crop) ---------------------------------------------------
+inline Vec pad_forward(const PadDesc& p, const Vec& x) {
+  const Dims4 in = dims(p.input), out = dims(p.output());
+  Vec y(static_cast<size_t>(out.size()), 0.0);
+  for (int64_t n = 0; n < in.n; ++n)
+    for (int64_t h = 0; h < in.h; ++h)
+      for (int64_t w = 0; w < in.w; ++w)
+        for (int64_t c = 0; c < in.c; ++c)
+          y[out.at(n, h + p.pads.top, w + p.pads.left, c)] = x[in.at(n, h, w, c)];
+  return y;
+}
+inline Vec pad_backward(const PadDesc& p, const Vec& dy) {
+  const Dims4 in = dims(p.input), out = dims(p.output());
+  Vec dx(static_cast<size_t>(in.size()));
+  for (int64_t n = 0; n < in.n; ++n)
+    for (int64_t h = 0; h < in.h; ++h)
+      for (int64_t w = 0; w < in.w; ++w)
+        for (int64_t c = 0; c < in.c; ++c)
+          dx[in.at(n, h, w, c)] = dy[out.at(n, h + p.pads.top, w + p.pads.left, c)];
+  return dx;
 }
 
 // Central differences: d f / d x[i] for the scalar function f of the vector x.

@@ -53,8 +53,8 @@ dt compute_type(const Conv2dDesc& d, const DnnlContext& ctx) {
 // Winograd pays for its layout conversions only on large maps with enough channels.
 bool prefers_winograd(const Conv2dDesc& d) {
   const Shape out = d.output();
-  return d.compute == DType::f32 && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 &&
-         d.stride_w == 1 && out.h() * out.w() >= 35 * 35 && d.input.c() >= 32 &&
+  return d.compute == DType::f32 && d.groups == 1 && d.kernel_h == 3 && d.kernel_w == 3 &&
+         d.stride_h == 1 && d.stride_w == 1 && out.h() * out.w() >= 35 * 35 && d.input.c() >= 32 &&
          d.out_channels >= 32;
 }
 
@@ -75,8 +75,7 @@ class ConvKernel final : public OpKernel {
     y_md_ = nhwc_md(d.output(), activation_dt(d.activations));
     dx_md_ = nhwc_md(d.input);  // gradients are f32 whatever the activations' type
     dy_md_ = nhwc_md(d.output());
-    w_hwio_md_ =
-        memory::desc({d.out_channels, d.input.c(), d.kernel_h, d.kernel_w}, dt::f32, tag::hwio);
+    w_hwio_md_ = conv_weights_md(d, dt::f32, d.groups > 1 ? tag::hwigo : tag::hwio);
     build();
 
     size_t scratch = fwd_pd_.scratchpad_desc().get_size();
@@ -343,12 +342,12 @@ std::unique_ptr<ConvKernel> default_kernel(const Conv2dDesc& d, DnnlContext& ctx
 
 // What the timing depends on: everything but the pointers.
 std::string plan_key(const Conv2dDesc& d) {
-  return d.input.str() + " " + std::to_string(d.out_channels) + " " + std::to_string(d.kernel_h) +
-         "x" + std::to_string(d.kernel_w) + " s" + std::to_string(d.stride_h) + "x" +
-         std::to_string(d.stride_w) + (d.padding == Padding::same ? " same" : " valid") +
-         (d.has_bias ? " bias" : "") + (d.fused_relu ? " relu" : "") +
-         (d.constant_weights ? " const" : "") + " " + dtype_name(d.compute) + " in " +
-         dtype_name(d.activations);
+  return d.input.str() + " " + std::to_string(d.out_channels) + " g" + std::to_string(d.groups) +
+         " " + std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) + " s" +
+         std::to_string(d.stride_h) + "x" + std::to_string(d.stride_w) +
+         (d.padding == Padding::same ? " same" : " valid") + (d.has_bias ? " bias" : "") +
+         (d.fused_relu ? " relu" : "") + (d.constant_weights ? " const" : "") + " " +
+         dtype_name(d.compute) + " in " + dtype_name(d.activations);
 }
 
 // Seconds of one forward: the faster of two runs, on scratch buffers.
@@ -358,7 +357,7 @@ double time_forward(ConvKernel& kernel, const Conv2dDesc& d, DnnlContext& ctx) {
     std::fill_n(static_cast<float*>(buffer.get()), count, value);
     return buffer;
   };
-  const auto weights = static_cast<size_t>(d.kernel_h * d.kernel_w * d.input.c() * d.out_channels);
+  const auto weights = static_cast<size_t>(d.weight_count());
   AlignedBuffer x = filled(static_cast<size_t>(d.input.numel()), 0.5f);
   AlignedBuffer w = filled(weights, 0.01f);
   AlignedBuffer bias = filled(static_cast<size_t>(d.out_channels), 0.f);
@@ -390,7 +389,8 @@ std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const DnnlContext& ct
   std::vector<ConvPlan> plans{{algorithm::convolution_direct, ct, tag::nhwc},
                               {algorithm::convolution_direct, ct, tag::any},
                               {algorithm::convolution_auto, ct, tag::any}};
-  if (ct == dt::f32 && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 && d.stride_w == 1)
+  if (ct == dt::f32 && d.groups == 1 && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 &&
+      d.stride_w == 1)
     plans.push_back({algorithm::convolution_winograd, ct, tag::any});
   return plans;
 }
@@ -446,6 +446,16 @@ Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
 
 }  // namespace
 
+// The weights' dimensions as oneDNN takes them: {Co, Ci, kh, kw}, or grouped {G, Co/G, Ci/G, kh,
+// kw}, whose `hwigo` order is the arena's [kh,kw,Ci/G,Co] with Co = (g, Co/G) (ops.h).
+memory::desc conv_weights_md(const Conv2dDesc& d, dt type, tag format) {
+  if (d.groups == 1)
+    return memory::desc({d.out_channels, d.input.c(), d.kernel_h, d.kernel_w}, type, format);
+  return memory::desc(
+      {d.groups, d.out_channels / d.groups, d.in_channels_per_group(), d.kernel_h, d.kernel_w},
+      type, format);
+}
+
 bool has_bf16_convolutions(const dnnl::engine& engine) {
   // oneDNN builds bf16 convolutions only for AVX-512 (native with AVX512_BF16 or AMX, emulated
   // on AVX512_CORE); asking for the smallest one tells.
@@ -464,10 +474,11 @@ bool has_bf16_convolutions(const dnnl::engine& engine) {
 
 Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& ctx) {
   if (d.input.rank() != 4 || d.out_channels <= 0 || d.kernel_h <= 0 || d.kernel_w <= 0 ||
-      d.stride_h <= 0 || d.stride_w <= 0)
+      d.stride_h <= 0 || d.stride_w <= 0 || d.groups <= 0 || d.input.c() % d.groups != 0 ||
+      d.out_channels % d.groups != 0)
     return error("conv2d: bad description: input ", d.input.str(), ", ", d.out_channels,
-                 " filters, kernel ", d.kernel_h, "x", d.kernel_w, ", stride ", d.stride_h, "x",
-                 d.stride_w);
+                 " filters in ", d.groups, " groups, kernel ", d.kernel_h, "x", d.kernel_w,
+                 ", stride ", d.stride_h, "x", d.stride_w);
   const Shape out = d.output();
   if (out.h() <= 0 || out.w() <= 0)
     return error("conv2d: input ", d.input.str(), " is smaller than the ", d.kernel_h, "x",

@@ -173,6 +173,13 @@ struct Compiler {
   Result<std::unique_ptr<OpKernel>> operator()(const ReshapeDesc& d) { return make_reshape(d); }
   Result<std::unique_ptr<OpKernel>> operator()(const QuantizeDesc& d) { return make_quantize(d); }
   Result<std::unique_ptr<OpKernel>> operator()(const CastDesc& d) { return make_cast(d, ctx); }
+  Result<std::unique_ptr<OpKernel>> operator()(const ActivationDesc& d) {
+    return make_activation(d, ctx);
+  }
+  Result<std::unique_ptr<OpKernel>> operator()(const ChannelScaleDesc& d) {
+    return make_channel_scale(d);
+  }
+  Result<std::unique_ptr<OpKernel>> operator()(const PadDesc& d) { return make_pad(d); }
 };
 
 Result<std::unique_ptr<OpKernel>> CpuBackend::compile(const OpDesc& desc) {

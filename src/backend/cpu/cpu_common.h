@@ -6,9 +6,11 @@
 //   conv2d, dense:          inputs[0] (x) and params (weights)
 //   batch_norm:             inputs[0] (x), params, saved (batch mean/variance, ReLU mask)
 //   relu, add+relu:         outputs[0] (y)
+//   relu6, sigmoid, swish:  inputs[0] (x)
+//   scale_channels:         inputs (x, s)
 //   max_pool:               saved (oneDNN's argmax workspace)
 //   softmax_cross_entropy:  inputs (logits, labels)
-//   avg_pool, global_avg_pool, concat, dropout, reshape, add: nothing
+//   avg_pool, global_avg_pool, concat, dropout, reshape, add, zero_pad: nothing
 #pragma once
 
 #include <algorithm>
@@ -171,6 +173,11 @@ Result<std::unique_ptr<OpKernel>> make_softmax_cross_entropy(const SoftmaxCrossE
 Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d);
 Result<std::unique_ptr<OpKernel>> make_quantize(const QuantizeDesc& d);
 Result<std::unique_ptr<OpKernel>> make_cast(const CastDesc& d, DnnlContext& ctx);
+Result<std::unique_ptr<OpKernel>> make_activation(const ActivationDesc& d, DnnlContext& ctx);
+Result<std::unique_ptr<OpKernel>> make_channel_scale(const ChannelScaleDesc& d);
+Result<std::unique_ptr<OpKernel>> make_pad(const PadDesc& d);
+// The weights' oneDNN description: {Co, Ci, kh, kw}, or grouped {G, Co/G, Ci/G, kh, kw}.
+dnnl::memory::desc conv_weights_md(const Conv2dDesc& d, dt type, tag format);
 // int8 layers (ops.h's Int8Conv; int8_kernels.cc): make_conv2d / make_dense call these when the
 // desc's `int8` is set, after checking the shapes.
 Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlContext& ctx);

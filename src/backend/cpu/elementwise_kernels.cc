@@ -234,6 +234,8 @@ class DropoutKernel final : public OpKernel {
  public:
   explicit DropoutKernel(const DropoutDesc& d)
       : count_(d.input.numel()),
+        per_mask_(d.per_example && d.input.rank() > 0 ? count_ / std::max<int64_t>(d.input[0], 1)
+                                                      : 1),
         training_(d.training),
         threshold_(dropout_threshold(d.keep_prob)),
         keep_prob_(d.keep_prob) {}
@@ -254,7 +256,8 @@ class DropoutKernel final : public OpKernel {
 
  private:
   // out = in * mask / keep_prob (the same mask forward and backward). Divides rather than
-  // multiplies by 1/keep_prob so the CUDA kernel's values match bit for bit.
+  // multiplies by 1/keep_prob so the CUDA kernel's values match bit for bit. Per example, the
+  // draw's index is the example's (element / per_mask_).
   template <typename E>
   void apply(uint64_t seed, const E* in, E* out) const {
     if (!training_) {
@@ -263,13 +266,14 @@ class DropoutKernel final : public OpKernel {
     }
     chunked(count_, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) {
-        const bool keep = dropout_keep(seed, static_cast<uint64_t>(i), threshold_);
+        const bool keep = dropout_keep(seed, static_cast<uint64_t>(i / per_mask_), threshold_);
         out[i] = narrow<E>(keep ? widen(in[i]) / keep_prob_ : 0.f);
       }
     });
   }
 
   int64_t count_;
+  int64_t per_mask_;  // elements that share one draw: 1, or a whole example (drop-connect)
   bool training_;
   uint32_t threshold_;
   float keep_prob_;

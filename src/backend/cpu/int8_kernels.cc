@@ -167,12 +167,13 @@ dnnl::primitive_attr int8_attributes(const Int8Conv& q, const Int8Layout& layout
 
 Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlContext& ctx) {
   IC_RETURN_IF_ERROR(check_int8("conv2d", d.training, *d.int8, d.out_channels));
-  const memory::dims wdims{d.out_channels, d.input.c(), d.kernel_h, d.kernel_w};
+  const memory::desc plain = conv_weights_md(d, dt::s8, d.groups > 1 ? tag::hwigo : tag::hwio);
+  const memory::dims wdims = plain.dims();
   Int8Layout layout;
   layout.op = "conv2d";
-  layout.plain_weights = memory::desc(wdims, dt::s8, tag::hwio);
+  layout.plain_weights = plain;
   layout.bias = memory::desc({1, d.out_channels, 1, 1}, dt::f32, tag::nhwc);
-  layout.weight_count = d.kernel_h * d.kernel_w * d.input.c() * d.out_channels;
+  layout.weight_count = d.weight_count();
   layout.has_bias = d.has_bias;
   const Pads pads =
       tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h, d.stride_w, d.padding);

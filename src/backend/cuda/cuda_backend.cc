@@ -309,6 +309,13 @@ struct Compiler {
   Result<std::unique_ptr<OpKernel>> operator()(const ReshapeDesc& d) {
     return make_reshape(d, ctx);
   }
+  Result<std::unique_ptr<OpKernel>> operator()(const ActivationDesc& d) {
+    return make_activation(d, ctx);
+  }
+  Result<std::unique_ptr<OpKernel>> operator()(const ChannelScaleDesc& d) {
+    return make_channel_scale(d, ctx);
+  }
+  Result<std::unique_ptr<OpKernel>> operator()(const PadDesc& d) { return make_pad(d, ctx); }
   Result<std::unique_ptr<OpKernel>> operator()(const QuantizeDesc&) { return int8_refused(); }
   Result<std::unique_ptr<OpKernel>> operator()(const CastDesc&) {
     return bf16_activations_refused();

@@ -113,5 +113,8 @@ Result<std::unique_ptr<OpKernel>> make_dropout(const DropoutDesc& d, CudaContext
 Result<std::unique_ptr<OpKernel>> make_softmax_cross_entropy(const SoftmaxCrossEntropyDesc& d,
                                                              CudaContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d, CudaContext& ctx);
+Result<std::unique_ptr<OpKernel>> make_activation(const ActivationDesc& d, CudaContext& ctx);
+Result<std::unique_ptr<OpKernel>> make_channel_scale(const ChannelScaleDesc& d, CudaContext& ctx);
+Result<std::unique_ptr<OpKernel>> make_pad(const PadDesc& d, CudaContext& ctx);
 
 }  // namespace ic::cuda

@@ -61,6 +61,7 @@ class Conv2dKernel final : public OpKernel {
     kh_ = d_.kernel_h;
     kw_ = d_.kernel_w;
     ci_ = in_.c;
+    wci_ = in_.c / d_.groups;  // the filter's input channels: Ci/G when grouped
     co_ = d_.out_channels;
     elem_ = d_.compute == DType::bf16 ? ElemType::bf16 : ElemType::f32;
     const cudnnDataType_t type = elem_ == ElemType::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
@@ -80,7 +81,7 @@ class Conv2dKernel final : public OpKernel {
     IC_RETURN_IF_ERROR(IC_CUDA_CHECK(cudnnCreateFilterDescriptor(&filter)));
     w_desc_.reset(filter);
     IC_RETURN_IF_ERROR(IC_CUDA_CHECK(cudnnSetFilter4dDescriptor(
-        filter, type, CUDNN_TENSOR_NHWC, static_cast<int>(co_), static_cast<int>(ci_), kh_, kw_)));
+        filter, type, CUDNN_TENSOR_NHWC, static_cast<int>(co_), static_cast<int>(wci_), kh_, kw_)));
     cudnnConvolutionDescriptor_t conv = nullptr;
     IC_RETURN_IF_ERROR(IC_CUDA_CHECK(cudnnCreateConvolutionDescriptor(&conv)));
     conv_desc_.reset(conv);
@@ -91,6 +92,9 @@ class Conv2dKernel final : public OpKernel {
                                  : ctx_.allow_tf32       ? CUDNN_DEFAULT_MATH
                                                          : CUDNN_FMA_MATH;
     IC_RETURN_IF_ERROR(IC_CUDA_CHECK(cudnnSetConvolutionMathType(conv, math)));
+    if (d_.groups > 1)
+      IC_RETURN_IF_ERROR(
+          IC_CUDA_CHECK(cudnnSetConvolutionGroupCount(conv, static_cast<int>(d_.groups))));
 
     // cuDNN must agree with TensorFlow's output size, or the padding plan is wrong.
     int n = 0, c = 0, h = 0, w = 0;
@@ -103,7 +107,7 @@ class Conv2dKernel final : public OpKernel {
     IC_RETURN_IF_ERROR(choose_algorithms());
 
     // Workspace: transposed weights, staged x, staged y/dy, staged dx, dW (KRSC), cuDNN's.
-    const int64_t weights = kh_ * kw_ * ci_ * co_;
+    const int64_t weights = kh_ * kw_ * wci_ * co_;
     Carve carve;
     off_w_ = carve.add(weights * elem_bytes);
     off_dw_ = carve.add(d_.training ? weights * elem_bytes : 0);  // forward only: no dW, no dx
@@ -130,7 +134,7 @@ class Conv2dKernel final : public OpKernel {
     const cudaStream_t s = ctx_.stream;
     void* w_t = at_offset(b_.workspace, off_w_);
     IC_CUDA_RECORD(ctx_, launch_hwio_to_ohwi(static_cast<const float*>(b_.params[0]), w_t, elem_,
-                                             kh_, kw_, ci_, co_, s));
+                                             kh_, kw_, wci_, co_, s));
     const void* x = stage_x(s);
     void* y = stage_y_ ? at_offset(b_.workspace, off_y_) : b_.outputs[0];
     const float one = 1.f, zero = 0.f;
@@ -161,7 +165,7 @@ class Conv2dKernel final : public OpKernel {
     if (dx && d_.needs_input_grad) {
       void* w_t = at_offset(b_.workspace, off_w_);
       IC_CUDA_RECORD(ctx_, launch_hwio_to_ohwi(static_cast<const float*>(b_.params[0]), w_t, elem_,
-                                               kh_, kw_, ci_, co_, s));
+                                               kh_, kw_, wci_, co_, s));
       void* dx_staged = stage_x_ ? at_offset(b_.workspace, off_dx_) : dx;
       record(IC_CUDA_CHECK(cudnnConvolutionBackwardData(
           ctx_.cudnn, &one, w_desc_.get(), w_t, y_desc_.get(), dy_staged, conv_desc_.get(),
@@ -179,7 +183,7 @@ class Conv2dKernel final : public OpKernel {
           ctx_.cudnn, &one, x_desc_.get(), x, y_desc_.get(), dy_staged, conv_desc_.get(),
           bwd_filter_algo_, cudnn_ws, cudnn_bytes_, &zero, w_desc_.get(), dw_t)));
       IC_CUDA_RECORD(ctx_, launch_ohwi_to_hwio(dw_t, elem_, static_cast<float*>(b_.param_grads[0]),
-                                               kh_, kw_, ci_, co_, s));
+                                               kh_, kw_, wci_, co_, s));
     }
     if (d_.has_bias && b_.param_grads.size() > 1 && b_.param_grads[1])
       IC_CUDA_RECORD(ctx_, launch_bias_grad(dy, static_cast<float*>(b_.param_grads[1]),
@@ -252,7 +256,7 @@ class Conv2dKernel final : public OpKernel {
   CudaContext& ctx_;
   Nhwc in_, out_;
   int kh_ = 1, kw_ = 1;
-  int64_t ci_ = 0, co_ = 0;
+  int64_t ci_ = 0, wci_ = 0, co_ = 0;
   ElemType elem_ = ElemType::f32;
   Pads pads_;
   bool explicit_pad_ = false, stage_x_ = false, stage_y_ = false;
@@ -272,6 +276,10 @@ class Conv2dKernel final : public OpKernel {
 }  // namespace
 
 Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, CudaContext& ctx) {
+  if (d.groups < 1 || d.input.rank() != 4 || d.input.c() % d.groups != 0 ||
+      d.out_channels % d.groups != 0)
+    return error("conv2d: ", d.groups, " groups do not divide input ", d.input.str(), " and ",
+                 d.out_channels, " filters");
   if (d.training && d.fused_relu)
     return error("conv2d: a fused ReLU is forward only (its backward would need a mask)");
   auto kernel = std::make_unique<Conv2dKernel>(d, ctx);

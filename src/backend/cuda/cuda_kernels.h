@@ -70,9 +70,24 @@ cudaError_t launch_global_avg_pool_backward(const float* dy, float* dx, Nhwc s,
 
 // Dropout with the CPU backend's mask (backend/cpu/dropout_mask.h, bit for bit). The seed
 // is read from *seed_cell when it is not null (a captured CUDA graph), else `seed`.
-// y = keep ? x / keep_prob : 0   (the backward is the same map applied to dy)
-cudaError_t launch_dropout(const float* x, float* y, int64_t count, float keep_prob, uint64_t seed,
-                           const uint64_t* seed_cell, cudaStream_t stream);
+// y = keep ? x / keep_prob : 0   (the backward is the same map applied to dy). Element i uses
+// draw i / per_mask: 1 for dropout, an example's element count for drop-connect.
+cudaError_t launch_dropout(const float* x, float* y, int64_t count, int64_t per_mask,
+                           float keep_prob, uint64_t seed, const uint64_t* seed_cell,
+                           cudaStream_t stream);
+
+// ReLU6, sigmoid, swish (backend/ops.h's Activation), y = f(x); the backward reads x.
+enum class ActFn { relu6, sigmoid, swish };
+cudaError_t launch_activation_forward(const float* x, float* y, int64_t count, ActFn fn,
+                                      cudaStream_t stream);
+cudaError_t launch_activation_backward(const float* x, const float* dy, float* dx, int64_t count,
+                                       ActFn fn, cudaStream_t stream);
+// y[n,h,w,c] = x[n,h,w,c] * s[n,c]; backward dx = dy * s and ds[n,c] = Σ_hw dy * x (either
+// may be null).
+cudaError_t launch_channel_scale_forward(const float* x, const float* s, float* y, Nhwc d,
+                                         cudaStream_t stream);
+cudaError_t launch_channel_scale_backward(const float* x, const float* s, const float* dy,
+                                          float* dx, float* ds, Nhwc d, cudaStream_t stream);
 
 // y[p, c] += bias[c] for a [rows, channels] matrix.
 cudaError_t launch_bias_add(float* y, const float* bias, int64_t rows, int64_t channels,

@@ -1,6 +1,9 @@
 // The ops that are our own kernels (cuda_kernels.h): relu, add, pooling, global average pool,
-// concat, dropout, softmax cross-entropy, reshape. Each class only checks its bindings and
+// concat, dropout, softmax cross-entropy, reshape; ReLU6/sigmoid/swish, scale_channels and
+// zero_pad. Each class only checks its bindings and
 // forwards to a launcher; the arithmetic is in the .cu files.
+#include <algorithm>
+
 #include "backend/cuda/cuda_common.h"
 
 namespace ic::cuda {
@@ -195,8 +198,9 @@ class DropoutKernel final : public SimpleKernel {
             cudaMemcpyAsync(y, x, count * sizeof(float), cudaMemcpyDeviceToDevice, ctx_.stream)));
       return;
     }
-    IC_CUDA_RECORD(ctx_, launch_dropout(x, y, count, d_.keep_prob, ctx.seed, ctx_.capture_seed(),
-                                        ctx_.stream));
+    const int64_t per_mask = d_.per_example ? count / std::max<int64_t>(d_.input[0], 1) : 1;
+    IC_CUDA_RECORD(ctx_, launch_dropout(x, y, count, per_mask, d_.keep_prob, ctx.seed,
+                                        ctx_.capture_seed(), ctx_.stream));
   }
   DropoutDesc d_;
 };
@@ -255,6 +259,88 @@ class ReshapeKernel final : public SimpleKernel {
   size_t bytes_;
 };
 
+ActFn act_fn(Activation function) {
+  switch (function) {
+    case Activation::relu6: return ActFn::relu6;
+    case Activation::sigmoid: return ActFn::sigmoid;
+    case Activation::swish: return ActFn::swish;
+  }
+  return ActFn::relu6;
+}
+
+class ActivationKernel final : public SimpleKernel {
+ public:
+  ActivationKernel(const ActivationDesc& d, CudaContext& ctx)
+      : SimpleKernel(ctx), d_(d), fn_(act_fn(d.function)) {}
+  BackwardReads backward_reads() const override { return {true, false}; }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings(activation_name(d_.function), b, 1, 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext&) override {
+    IC_CUDA_RECORD(ctx_,
+                   launch_activation_forward(in(0), out(0), d_.input.numel(), fn_, ctx_.stream));
+  }
+  void backward(const StepContext&) override {
+    if (dx(0))
+      IC_CUDA_RECORD(
+          ctx_, launch_activation_backward(in(0), dy(), dx(0), d_.input.numel(), fn_, ctx_.stream));
+  }
+
+ private:
+  ActivationDesc d_;
+  ActFn fn_;
+};
+
+class ChannelScaleKernel final : public SimpleKernel {
+ public:
+  ChannelScaleKernel(const ChannelScaleDesc& d, CudaContext& ctx)
+      : SimpleKernel(ctx), shape_(nhwc(d.input)) {}
+  BackwardReads backward_reads() const override { return {true, false}; }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("scale_channels", b, 2, 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext&) override {
+    IC_CUDA_RECORD(ctx_, launch_channel_scale_forward(in(0), in(1), out(0), shape_, ctx_.stream));
+  }
+  void backward(const StepContext&) override {
+    IC_CUDA_RECORD(
+        ctx_, launch_channel_scale_backward(in(0), in(1), dy(), dx(0), dx(1), shape_, ctx_.stream));
+  }
+
+ private:
+  Nhwc shape_;
+};
+
+// Zero padding is the convolutions' staging copy (launch_pad_convert) and its crop.
+class PadKernel final : public SimpleKernel {
+ public:
+  PadKernel(const PadDesc& d, CudaContext& ctx)
+      : SimpleKernel(ctx), in_(nhwc(d.input)), out_(nhwc(d.output())), pads_(d.pads) {}
+  BackwardReads backward_reads() const override { return {false, false}; }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("zero_pad", b, 1, 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext&) override {
+    IC_CUDA_RECORD(ctx_, launch_pad_convert(in(0), in_, out(0), ElemType::f32, out_.h, out_.w,
+                                            pads_.top, pads_.left, ctx_.stream));
+  }
+  void backward(const StepContext&) override {
+    if (dx(0))
+      IC_CUDA_RECORD(ctx_, launch_crop_convert(dy(), ElemType::f32, out_.h, out_.w, pads_.top,
+                                               pads_.left, dx(0), in_, nullptr, ctx_.stream));
+  }
+
+ private:
+  Nhwc in_, out_;
+  Pads pads_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<OpKernel>> make_relu(const ReluDesc& d, CudaContext& ctx) {
@@ -298,6 +384,20 @@ Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d, CudaContext
   if (d.input.numel() != d.output.numel())
     return error("reshape from ", d.input.str(), " to ", d.output.str(), " changes the size");
   return std::unique_ptr<OpKernel>(std::make_unique<ReshapeKernel>(d, ctx));
+}
+
+Result<std::unique_ptr<OpKernel>> make_activation(const ActivationDesc& d, CudaContext& ctx) {
+  return std::unique_ptr<OpKernel>(std::make_unique<ActivationKernel>(d, ctx));
+}
+Result<std::unique_ptr<OpKernel>> make_channel_scale(const ChannelScaleDesc& d, CudaContext& ctx) {
+  if (d.input.rank() != 4) return error("scale_channels wants NHWC input, got ", d.input.str());
+  return std::unique_ptr<OpKernel>(std::make_unique<ChannelScaleKernel>(d, ctx));
+}
+Result<std::unique_ptr<OpKernel>> make_pad(const PadDesc& d, CudaContext& ctx) {
+  if (d.input.rank() != 4 || d.pads.top < 0 || d.pads.bottom < 0 || d.pads.left < 0 ||
+      d.pads.right < 0)
+    return error("zero_pad wants NHWC input and pads >= 0, got ", d.input.str());
+  return std::unique_ptr<OpKernel>(std::make_unique<PadKernel>(d, ctx));
 }
 
 }  // namespace ic::cuda

@@ -84,11 +84,12 @@ __device__ bool dropout_keep(uint64_t seed, uint64_t index, uint32_t threshold) 
   return static_cast<uint32_t>(z >> 40) < threshold;
 }
 
-__global__ void dropout_kernel(const float* x, float* y, int64_t n, float keep_prob,
-                               uint32_t threshold, uint64_t seed, const uint64_t* seed_cell) {
+__global__ void dropout_kernel(const float* x, float* y, int64_t n, int64_t per_mask,
+                               float keep_prob, uint32_t threshold, uint64_t seed,
+                               const uint64_t* seed_cell) {
   const uint64_t s = seed_cell ? *seed_cell : seed;
   for (int64_t i = first_index(); i < n; i += grid_stride())
-    y[i] = dropout_keep(s, static_cast<uint64_t>(i), threshold) ? x[i] / keep_prob : 0.f;
+    y[i] = dropout_keep(s, static_cast<uint64_t>(i / per_mask), threshold) ? x[i] / keep_prob : 0.f;
 }
 
 __global__ void bias_add_kernel(float* y, const float* bias, int64_t rows, int64_t channels) {
@@ -261,15 +262,16 @@ cudaError_t launch_global_avg_pool_backward(const float* dy, float* dx, Nhwc s,
   return cudaGetLastError();
 }
 
-cudaError_t launch_dropout(const float* x, float* y, int64_t count, float keep_prob, uint64_t seed,
-                           const uint64_t* seed_cell, cudaStream_t stream) {
-  if (count <= 0) return cudaSuccess;
+cudaError_t launch_dropout(const float* x, float* y, int64_t count, int64_t per_mask,
+                           float keep_prob, uint64_t seed, const uint64_t* seed_cell,
+                           cudaStream_t stream) {
+  if (count <= 0 || per_mask <= 0) return cudaSuccess;
   // Same threshold as backend/cpu/dropout_mask.h: keep_prob in 24-bit fixed point.
   uint32_t threshold = static_cast<uint32_t>(keep_prob * 16777216.f);
   if (keep_prob >= 1.f) threshold = uint32_t{1} << 24;
   if (keep_prob <= 0.f) threshold = 0;
-  dropout_kernel<<<grid_for(count), kBlock, 0, stream>>>(x, y, count, keep_prob, threshold, seed,
-                                                         seed_cell);
+  dropout_kernel<<<grid_for(count), kBlock, 0, stream>>>(x, y, count, per_mask, keep_prob,
+                                                         threshold, seed, seed_cell);
   return cudaGetLastError();
 }
 
