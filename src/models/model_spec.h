@@ -23,6 +23,10 @@ enum class LrScheduleKind {
   inception_v3,  // exponential decay every N epochs, optional cold + linear warmup
   inception_v4,  // cold phase, linear warmup, then exponential decay (always warms up)
   resnet50,      // linear warmup, then x0.1 at 30/60/80 of 90 epochs, scaled to the run
+  mobilenet,     // exponential decay every N epochs of whole batches (mobilenet.py), floor
+  efficientnet,  // linear warmup, then x0.97 every 2.4 epochs (efficientnet utils.py)
+  densenet,      // 1/6..5/6 warmup steps over 5 epochs, then x0.1 at 30, 60, 80 and 90 epochs
+  squeezenet,    // linear decay to 1/6 of the rate over the first 1/8 of the run (sic)
 };
 
 // The reference program's training recipe for the model: the defaults of its flags.

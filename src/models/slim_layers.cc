@@ -24,23 +24,84 @@ int64_t SlimLayers::depth(int64_t d) const {
 
 ValueId SlimLayers::conv(ValueId x, int64_t filters, Kernel kernel, const std::string& name,
                          const LayerArgs& args) {
+  return batch_norm(conv2d(x, filters, kernel, name, args), name, args);
+}
+
+ValueId SlimLayers::depthwise(ValueId x, Kernel kernel, const std::string& name,
+                              const LayerArgs& args) {
+  return batch_norm(depthwise_conv2d(x, kernel, name, args), name, args);
+}
+
+ValueId SlimLayers::conv2d(ValueId x, int64_t filters, Kernel kernel, const std::string& name,
+                           const LayerArgs& args, bool bias) {
   GraphBuilder::ConvOptions conv;
   conv.filters = filters;
   conv.kernel_h = kernel.h;
   conv.kernel_w = kernel.w;
   conv.stride = stride(args);
   conv.padding = padding(args);
-  conv.bias = false;
-  if (args.init_override) conv.init = *args.init_override;
+  conv.bias = bias;
+  conv.init = init(args);
   conv.compute = options_.compute;
-  const ValueId y = builder_.conv2d(x, conv, full(name));
+  conv.weights_name = names.weights;
+  conv.biases_name = names.biases;
+  return builder_.conv2d(x, conv, full(name));
+}
 
+ValueId SlimLayers::depthwise_conv2d(ValueId x, Kernel kernel, const std::string& name,
+                                     const LayerArgs& args) {
+  GraphBuilder::DepthwiseOptions dw;
+  dw.kernel_h = kernel.h;
+  dw.kernel_w = kernel.w;
+  dw.stride = stride(args);
+  dw.padding = padding(args);
+  dw.init = init(args);
+  dw.weights_name = names.depthwise;
+  return builder_.depthwise_conv2d(x, dw, full(name));
+}
+
+ValueId SlimLayers::batch_norm(ValueId x, const std::string& name, const LayerArgs& args) {
   GraphBuilder::BatchNormOptions bn;
   bn.decay = options_.batch_norm_decay;
   bn.epsilon = options_.batch_norm_epsilon;
   bn.gamma = batch_norm_gamma_;
-  bn.relu = args.relu_after;
-  return builder_.batch_norm(y, bn, full(name));
+  bn.suffix = names.batch_norm;
+  // The activation: none, ReLU (fused into the BatchNorm) or another one after it.
+  const std::optional<Activation> other =
+      args.activation_override ? args.activation_override : arg_scope.activation;
+  bn.relu = args.relu_after && !other.has_value();
+  const ValueId y = builder_.batch_norm(x, bn, full(name));
+  if (!args.relu_after || !other.has_value()) return y;
+  const Activation f = other.value();
+  return builder_.activation(y, f, full(name) + "/" + activation_name(f));
+}
+
+ValueId SlimLayers::activation(ValueId x, Activation function, const std::string& name) {
+  return builder_.activation(x, function, full(name));
+}
+
+ValueId SlimLayers::relu(ValueId x, const std::string& name) {
+  return builder_.relu(x, full(name));
+}
+
+ValueId SlimLayers::add(ValueId a, ValueId b, const std::string& name) {
+  return builder_.add(a, b, /*relu=*/false, full(name));
+}
+
+ValueId SlimLayers::zero_pad(ValueId x, Pads pads, const std::string& name) {
+  return builder_.zero_pad(x, pads, full(name));
+}
+
+ValueId SlimLayers::reshape(ValueId x, Shape shape, const std::string& name) {
+  return builder_.reshape(x, std::move(shape), full(name));
+}
+
+ValueId SlimLayers::scale_channels(ValueId x, ValueId s, const std::string& name) {
+  return builder_.scale_channels(x, s, full(name));
+}
+
+ValueId SlimLayers::drop_connect(ValueId x, float keep_prob, const std::string& name) {
+  return builder_.drop_connect(x, keep_prob, full(name));
 }
 
 ValueId SlimLayers::conv_logits(ValueId x, int64_t filters, Kernel kernel, const std::string& name,
@@ -54,6 +115,8 @@ ValueId SlimLayers::conv_logits(ValueId x, int64_t filters, Kernel kernel, const
   conv.bias = true;
   conv.init = init;
   conv.compute = options_.compute;
+  conv.weights_name = names.weights;
+  conv.biases_name = names.biases;
   return builder_.conv2d(x, conv, full(name));
 }
 
@@ -76,7 +139,7 @@ ValueId SlimLayers::dropout(ValueId x, const std::string& name) {
 }
 
 ValueId SlimLayers::dense(ValueId x, int64_t units, ParamInit init, const std::string& name) {
-  return builder_.dense(x, units, init, full(name));
+  return builder_.dense(x, units, init, full(name), names.weights, names.biases);
 }
 
 ValueId SlimLayers::flatten(ValueId x, const std::string& name) {
@@ -114,6 +177,17 @@ InceptionGrid inception_grid(int64_t side) {
 int reduced_kernel(int64_t side, int kernel) {
   return static_cast<int>(std::min<int64_t>(side, kernel));
 }
+
+int64_t make_divisible(double v, int divisor, int64_t min_value) {
+  // Python: max(min_value, int(v + divisor / 2) // divisor * divisor), + divisor when that is
+  // under 0.9 * v. v > 0, so int() and // both round down.
+  const auto rounded = static_cast<int64_t>(v + divisor / 2.0) / divisor * divisor;
+  int64_t new_v = std::max(min_value, rounded);
+  if (static_cast<double>(new_v) < 0.9 * v) new_v += divisor;
+  return new_v;
+}
+
+int64_t same_side(int64_t in, int stride) { return tf_output_size(in, 1, stride, Padding::same); }
 
 std::string kernel_name(const std::string& prefix, Kernel kernel) {
   return prefix + "_" + std::to_string(kernel.h) + "x" + std::to_string(kernel.w);

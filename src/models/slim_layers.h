@@ -14,6 +14,9 @@
 
 namespace ic::models {
 
+// slim.conv2d's variance-scaling initialiser, for the layers that set it explicitly.
+constexpr ParamInit kVarianceScaling{ParamInit::Kind::variance_scaling, 0.f};
+
 struct Kernel {
   int h = 1, w = 1;
 };
@@ -24,12 +27,33 @@ struct ConvDefaults {
   Padding padding = Padding::same;
 };
 
+// The rest of an arg_scope: the activation after each BatchNorm (slim's activation_fn; unset
+// is ReLU, fused into the BatchNorm; the MobileNets set ReLU6) and the kernels' initialiser
+// (unset is slim.conv2d's variance scaling).
+struct ArgScope {
+  std::optional<Activation> activation;
+  std::optional<ParamInit> init;
+};
+
+// The variables' last name parts: TF-slim's by default, Keras' with kKerasNames.
+struct VariableNames {
+  const char* weights = "weights";
+  const char* biases = "biases";
+  const char* depthwise = "depthwise_weights";
+  // Between a layer's scope and beta/gamma/moving_*: slim's "/BatchNorm"; Keras names the
+  // BatchNormalization layer itself ("conv1/bn/gamma"), so "".
+  const char* batch_norm = "/BatchNorm";
+};
+// tf.keras (2.x, the .h5 weights' names): kernel, bias, depthwise_kernel, "<bn layer>/gamma".
+inline constexpr VariableNames kKerasNames{"kernel", "bias", "depthwise_kernel", ""};
+
 // Per-call overrides, chained: LayerArgs().stride(2).valid().
 struct LayerArgs {
   int stride_override = 0;                  // 0: defaults.stride
   std::optional<Padding> padding_override;  // unset: defaults.padding
-  bool relu_after = true;                   // false: BatchNorm without ReLU (ResNet's conv3)
-  std::optional<ParamInit> init_override;   // unset: variance scaling (slim's conv default)
+  bool relu_after = true;  // false: BatchNorm without activation (ResNet's conv3, projections)
+  std::optional<Activation> activation_override;  // unset: arg_scope.activation
+  std::optional<ParamInit> init_override;         // unset: arg_scope.init
 
   LayerArgs& stride(int s) {
     stride_override = s;
@@ -51,6 +75,10 @@ struct LayerArgs {
     init_override = i;
     return *this;
   }
+  LayerArgs& activation(Activation a) {
+    activation_override = a;
+    return *this;
+  }
 };
 
 // Builds the layers of one network under one top-level scope ("InceptionV3"): every name a
@@ -61,14 +89,41 @@ class SlimLayers {
              bool batch_norm_gamma);
 
   ConvDefaults defaults;
+  ArgScope arg_scope;
+  VariableNames names;
 
   // TF-slim's depth(): max(int(d * depth_multiplier), min_depth).
   int64_t depth(int64_t d) const;
+  // depth_multiplier as the double TF-slim multiplies by (see the constructor).
+  double multiplier() const { return depth_multiplier_; }
 
-  // slim.conv2d under the arg_scope: conv (no bias) + BatchNorm (+ ReLU, fused).
-  // Parameters "<scope>/<name>/weights" [kh,kw,Ci,Co], "<scope>/<name>/BatchNorm/beta"...
+  // slim.conv2d under the arg_scope: conv (no bias) + BatchNorm (+ activation: ReLU fused,
+  // or arg_scope.activation). Parameters "<scope>/<name>/weights" [kh,kw,Ci,Co],
+  // "<scope>/<name>/BatchNorm/beta"...
   ValueId conv(ValueId x, int64_t filters, Kernel kernel, const std::string& name,
                const LayerArgs& args = {});
+  // slim.separable_conv2d(num_outputs=None, depth_multiplier=1) under the arg_scope: a
+  // depthwise conv + BatchNorm (+ activation as conv()). Parameters
+  // "<scope>/<name>/depthwise_weights" [kh,kw,C,1], "<scope>/<name>/BatchNorm/beta"...
+  ValueId depthwise(ValueId x, Kernel kernel, const std::string& name, const LayerArgs& args = {});
+
+  // The steps on their own, for networks that name each one (Keras: "stem_conv", "stem_bn").
+  // A conv alone: "<scope>/<name>/<names.weights>" (+ "<names.biases>" with `bias`).
+  ValueId conv2d(ValueId x, int64_t filters, Kernel kernel, const std::string& name,
+                 const LayerArgs& args = {}, bool bias = false);
+  // A depthwise conv alone: "<scope>/<name>/<names.depthwise>" [kh,kw,C,1].
+  ValueId depthwise_conv2d(ValueId x, Kernel kernel, const std::string& name,
+                           const LayerArgs& args = {});
+  // BatchNorm "<scope>/<name><names.batch_norm>/beta" (+gamma), then the activation that
+  // args/arg_scope give (none with no_relu()).
+  ValueId batch_norm(ValueId x, const std::string& name, const LayerArgs& args = {});
+  ValueId activation(ValueId x, Activation function, const std::string& name);
+  ValueId relu(ValueId x, const std::string& name);
+  ValueId add(ValueId a, ValueId b, const std::string& name);
+  ValueId zero_pad(ValueId x, Pads pads, const std::string& name);
+  ValueId reshape(ValueId x, Shape shape, const std::string& name);
+  ValueId scale_channels(ValueId x, ValueId s, const std::string& name);
+  ValueId drop_connect(ValueId x, float keep_prob, const std::string& name);
   // slim.conv2d with normalizer_fn=None, activation_fn=None: conv + biases (logit layers).
   ValueId conv_logits(ValueId x, int64_t filters, Kernel kernel, const std::string& name,
                       ParamInit init, const LayerArgs& args = {});
@@ -76,6 +131,7 @@ class SlimLayers {
   ValueId avg_pool(ValueId x, Kernel kernel, const std::string& name, const LayerArgs& args = {});
   ValueId concat(const std::vector<ValueId>& xs, const std::string& name);
   ValueId dropout(ValueId x, const std::string& name);
+  // "<scope>/<name>/<names.weights>" [K,units] and "<names.biases>".
   ValueId dense(ValueId x, int64_t units, ParamInit init, const std::string& name);
   // [N,H,W,C] -> [N,H*W*C] (slim.flatten, tf.squeeze of 1x1 maps).
   ValueId flatten(ValueId x, const std::string& name);
@@ -95,6 +151,9 @@ class SlimLayers {
   }
   Padding padding(const LayerArgs& args) const {
     return args.padding_override.value_or(defaults.padding);
+  }
+  ParamInit init(const LayerArgs& args) const {
+    return args.init_override.value_or(arg_scope.init.value_or(kVarianceScaling));
   }
 
   GraphBuilder& builder_;
@@ -118,8 +177,13 @@ InceptionGrid inception_grid(int64_t side);
 // TF-slim's _reduced_kernel_size_for_small_input, one side at a time.
 int reduced_kernel(int64_t side, int kernel);
 
-// slim.conv2d's variance-scaling initialiser, for the layers that set it explicitly.
-constexpr ParamInit kVarianceScaling{ParamInit::Kind::variance_scaling, 0.f};
+// The MobileNet v2 / EfficientNet channel rounding (slim's mobilenet _make_divisible, Keras'
+// round_filters): the multiple of `divisor` nearest v, at least min_value, and not more than
+// 10% under v.
+int64_t make_divisible(double v, int divisor, int64_t min_value);
+
+// A side after a TensorFlow SAME window op.
+int64_t same_side(int64_t in, int stride);
 
 // "Conv2d_2a_5x5" from ("Conv2d_2a", {5, 5}): slim names layers after reduced kernels.
 std::string kernel_name(const std::string& prefix, Kernel kernel);
@@ -136,11 +200,26 @@ NetworkOutputs build_inception_v3(GraphBuilder& builder, ValueId images,
 NetworkOutputs build_inception_v4(GraphBuilder& builder, ValueId images,
                                   const ModelOptions& options);
 NetworkOutputs build_resnet50(GraphBuilder& builder, ValueId images, const ModelOptions& options);
+NetworkOutputs build_mobilenet_v1(GraphBuilder& builder, ValueId images,
+                                  const ModelOptions& options);
+NetworkOutputs build_mobilenet_v2(GraphBuilder& builder, ValueId images,
+                                  const ModelOptions& options);
+NetworkOutputs build_densenet121(GraphBuilder& builder, ValueId images,
+                                 const ModelOptions& options);
+NetworkOutputs build_squeezenet1_0(GraphBuilder& builder, ValueId images,
+                                   const ModelOptions& options);
+NetworkOutputs build_squeezenet1_1(GraphBuilder& builder, ValueId images,
+                                   const ModelOptions& options);
+NetworkOutputs build_efficientnet_b0(GraphBuilder& builder, ValueId images,
+                                     const ModelOptions& options);
 
 // Whether one image side (height or width) fits the network; the model files know their
 // grid reductions.
 bool inception_v3_side_fits(int64_t side, bool aux_logits);
 bool inception_v4_side_fits(int64_t side);
 bool resnet50_side_fits(int64_t side);
+bool mobilenet_v1_side_fits(int64_t side);
+bool densenet121_side_fits(int64_t side);
+bool squeezenet_side_fits(int64_t side, bool version_1_1);
 
 }  // namespace ic::models

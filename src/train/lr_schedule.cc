@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 namespace ic {
 namespace {
@@ -89,6 +91,67 @@ double resnet50_lr(const LrScheduleOptions& o, int64_t step) {
   return lr;
 }
 
+// mobilenet.py: tf.train.exponential_decay(staircase=True) every decay_epochs * (images //
+// batch) steps, never under 1e-4 of the initial rate (the Inception formula, but with whole
+// batches per epoch).
+double mobilenet_lr(const LrScheduleOptions& o, int64_t step) {
+  const double initial = o.base_learning_rate * static_cast<double>(o.train_batch_size) / 256;
+  const int64_t whole_batches = o.num_train_images / o.train_batch_size;
+  const auto decay_steps =
+      static_cast<int64_t>(o.decay_epochs * static_cast<double>(whole_batches));
+  return std::max(staircase_decay(initial, step, decay_steps, o.decay_rate), 0.0001 * initial);
+}
+
+// EfficientNet's utils.build_learning_rate(lr_decay_type='exponential'): staircase decay every
+// steps_per_epoch * 2.4 (a float; TensorFlow divides in float32), and for the first
+// int(warmup_epochs * steps_per_epoch) steps a linear ramp from 0 instead. No floor.
+double efficientnet_lr(const LrScheduleOptions& o, int64_t step) {
+  const double initial = o.base_learning_rate * static_cast<double>(o.train_batch_size) / 256;
+  const double steps_per_epoch = batches_per_epoch(o);
+  const auto warmup_steps = static_cast<int64_t>(o.warmup_epochs * steps_per_epoch);
+  if (o.warmup_epochs > 0 && step < warmup_steps)
+    return initial * static_cast<double>(step) / static_cast<double>(warmup_steps);
+  const float decay_steps = static_cast<float>(steps_per_epoch * kEfficientNetDecayEpochs);
+  const float p = std::floor(static_cast<float>(step) / decay_steps);
+  return initial * std::pow(o.decay_rate, static_cast<double>(p));
+}
+
+// densenet_imagenet.py's learning_rate_schedule(): the scaled rate times the multiplier of the
+// last (multiplier, start epoch) pair whose start the float epoch has reached.
+double densenet_lr(const LrScheduleOptions& o, int64_t step) {
+  const double scaled = o.base_learning_rate * static_cast<double>(o.train_batch_size) / 256;
+  struct Stage {
+    double multiplier, start_epoch;
+  };
+  constexpr Stage stages[] = {{1.0 / 6, 0}, {2.0 / 6, 1}, {3.0 / 6, 2}, {4.0 / 6, 3}, {5.0 / 6, 4},
+                              {1.0, 5},     {0.1, 30},    {0.01, 60},   {0.001, 80},  {0.0001, 90}};
+  const double epoch = current_epoch(o, step);
+  double lr = scaled;
+  for (const Stage& s : stages) {
+    if (!(epoch < s.start_epoch)) lr = scaled * s.multiplier;
+  }
+  return lr;
+}
+
+// squeezenet_model.py: tf.train.polynomial_decay(init, step, decay_steps, end, power=1) from
+// init_learning_rate 0.03 to end_learning_rate 0.005 (1/6 of it). Its decay_steps divides the
+// run's images by num_cores_per_replica (8) times the global batch, so the decay ends after
+// an eighth of the run and the rest trains at the end rate; we keep that: train_steps / 8.
+double squeezenet_lr(const LrScheduleOptions& o, int64_t step) {
+  const double initial = o.base_learning_rate * static_cast<double>(o.train_batch_size) / 256;
+  const double end = initial / 6;
+  const int64_t decay_steps = std::max<int64_t>(o.train_steps / 8, 1);
+  const double done =
+      static_cast<double>(std::min(step, decay_steps)) / static_cast<double>(decay_steps);
+  return (initial - end) * (1 - done) + end;
+}
+
+// The kinds whose formula reads decay_epochs.
+bool uses_decay_epochs(LrScheduleKind kind) {
+  return kind == LrScheduleKind::inception_v3 || kind == LrScheduleKind::inception_v4 ||
+         kind == LrScheduleKind::mobilenet;
+}
+
 }  // namespace
 
 Result<LrScheduleOptions> default_lr_schedule(const std::string& model) {
@@ -103,13 +166,18 @@ Result<LrScheduleOptions> default_lr_schedule(const std::string& model) {
   o.cold_epochs = r.cold_epochs;
   o.warmup_epochs = r.warmup_epochs;
   o.train_steps = r.train_steps;
+  // The decay factor is a flag default of the model's (efficientnet_b0: 0.97), not a recipe field.
+  for (const FlagDefault& d : spec->flag_defaults) {
+    if (std::string_view(d.flag) == "learning_rate_decay")
+      o.decay_rate = std::strtod(d.value, nullptr);
+  }
   return o;
 }
 
 Status validate_lr_schedule(const LrScheduleOptions& o) {
   if (o.train_batch_size <= 0) return error("learning-rate schedule: train_batch_size must be > 0");
   if (o.num_train_images <= 0) return error("learning-rate schedule: num_train_images must be > 0");
-  if (o.kind != LrScheduleKind::resnet50 && !(o.decay_epochs > 0)) {
+  if (uses_decay_epochs(o.kind) && !(o.decay_epochs > 0)) {
     return error("learning-rate schedule: learning_rate_decay_epochs must be > 0");
   }
   if (o.kind == LrScheduleKind::inception_v3 && o.use_warmup &&
@@ -126,18 +194,22 @@ double learning_rate(const LrScheduleOptions& options, int64_t global_step) {
   switch (options.kind) {
     case LrScheduleKind::inception_v4: return inception_v4_lr(options, global_step);
     case LrScheduleKind::resnet50: return resnet50_lr(options, global_step);
+    case LrScheduleKind::mobilenet: return mobilenet_lr(options, global_step);
+    case LrScheduleKind::efficientnet: return efficientnet_lr(options, global_step);
+    case LrScheduleKind::densenet: return densenet_lr(options, global_step);
+    case LrScheduleKind::squeezenet: return squeezenet_lr(options, global_step);
     case LrScheduleKind::inception_v3: break;
   }
   return inception_v3_lr(options, global_step);
 }
 
 double current_epoch(const LrScheduleOptions& options, int64_t global_step) {
-  if (options.kind ==
-      LrScheduleKind::resnet50) {  // float32, as the reference's tf.cast(step, f32) / bpe
-    return static_cast<double>(static_cast<float>(global_step) /
-                               static_cast<float>(batches_per_epoch(options)));
-  }
-  return static_cast<double>(integer_epoch(options, global_step));
+  if (options.kind == LrScheduleKind::inception_v3 || options.kind == LrScheduleKind::inception_v4)
+    return static_cast<double>(integer_epoch(options, global_step));
+  // float32, as the reference's tf.cast(step, f32) / batches_per_epoch (ResNet, DenseNet,
+  // EfficientNet; the MobileNet and SqueezeNet programs report none, so the same).
+  return static_cast<double>(static_cast<float>(global_step) /
+                             static_cast<float>(batches_per_epoch(options)));
 }
 
 }  // namespace ic

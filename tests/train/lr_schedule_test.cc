@@ -103,6 +103,92 @@ TEST(LrSchedule, Resnet50BoundariesScaleToTrainSteps) {
   expect_lr(o, 10010, 0.0004);
 }
 
+TEST(LrSchedule, MobilenetDecaysPerWholeBatchEpochs) {
+  LrScheduleOptions o = default_lr_schedule("mobilenet_v1").value();  // 0.165, batch 1024
+  ASSERT_TRUE(validate_lr_schedule(o).ok());
+  EXPECT_EQ(o.kind, LrScheduleKind::mobilenet);
+  // initial 0.66; decay_steps = 3 * (1281167 // 1024) = 3 * 1251 = 3753.
+  expect_lr(o, 0, 0.66);
+  expect_lr(o, 3752, 0.66);
+  expect_lr(o, 3753, 0.66 * 0.94);
+  expect_lr(o, 3753 * 160, 0.66e-4);  // the floor
+  // At 4096 images mobilenet.py decays every 3 * 312 = 936 steps, not int(3 * 312.78) = 938.
+  o.train_batch_size = 4096;
+  expect_lr(o, 935, 2.64);
+  expect_lr(o, 936, 2.64 * 0.94);
+  o.kind = LrScheduleKind::inception_v3;
+  expect_lr(o, 937, 2.64);
+  EXPECT_EQ(default_lr_schedule("mobilenet_v2").value().kind, LrScheduleKind::mobilenet);
+}
+
+TEST(LrSchedule, EfficientNetWarmupThenDecayEvery2Point4Epochs) {
+  LrScheduleOptions o = default_lr_schedule("efficientnet_b0").value();
+  ASSERT_TRUE(validate_lr_schedule(o).ok());
+  EXPECT_EQ(o.kind, LrScheduleKind::efficientnet);
+  EXPECT_DOUBLE_EQ(o.decay_rate, 0.97);  // the model's learning_rate_decay flag default
+  // initial = 0.016 * 2048 / 256 = 0.128; steps_per_epoch = 1281167 / 2048 = 625.5698;
+  // warmup_steps = int(5 * 625.5698) = 3127; decay_steps = 2.4 * 625.5698 = 1501.37.
+  expect_lr(o, 0, 0);
+  expect_lr(o, 1000, 0.128 * 1000 / 3127);
+  expect_lr(o, 3126, 0.128 * 3126 / 3127);
+  expect_lr(o, 3127, 0.128 * 0.97 * 0.97);            // floor(3127 / 1501.37) = 2
+  expect_lr(o, 218948, 0.128 * std::pow(0.97, 145));  // 218948 / 1501.37 = 145.8; no floor
+  o.warmup_epochs = 0;
+  expect_lr(o, 0, 0.128);
+  expect_lr(o, 1501, 0.128);
+  expect_lr(o, 1502, 0.128 * 0.97);
+  // --learning_rate_decay_epochs does not move the 2.4.
+  o.decay_epochs = 7;
+  expect_lr(o, 1502, 0.128 * 0.97);
+}
+
+TEST(LrSchedule, DenseNetSteppedWarmupAndFixedDrops) {
+  LrScheduleOptions o = default_lr_schedule("densenet121").value();  // 0.1 x 1024 / 256
+  ASSERT_TRUE(validate_lr_schedule(o).ok());
+  EXPECT_EQ(o.kind, LrScheduleKind::densenet);
+  const double bpe = 1281167.0 / 1024;
+  auto mid_epoch = [&](double e) { return static_cast<int64_t>((e + 0.5) * bpe); };
+  expect_lr(o, 0, 0.4 / 6);
+  expect_lr(o, mid_epoch(1), 0.4 * 2 / 6);
+  expect_lr(o, mid_epoch(4), 0.4 * 5 / 6);
+  expect_lr(o, 6255, 0.4 * 5 / 6);  // epoch 4.9994
+  expect_lr(o, 6256, 0.4);          // epoch 5.0002
+  expect_lr(o, 37534, 0.4);         // 29.99997
+  expect_lr(o, 37535, 0.04);
+  expect_lr(o, mid_epoch(60), 0.004);
+  expect_lr(o, mid_epoch(80), 0.0004);
+  expect_lr(o, mid_epoch(90), 0.00004);
+  expect_lr(o, 130000, 0.00004);  // 103.9 epochs: not scaled to the run
+  o.train_steps = 1000;
+  expect_lr(o, 37535, 0.04);
+  EXPECT_NEAR(current_epoch(o, 6256), 6256 / bpe, 1e-5);
+}
+
+TEST(LrSchedule, SqueezeNetLinearDecayOverAnEighthOfTheRun) {
+  LrScheduleOptions o = default_lr_schedule("squeezenet1_0").value();
+  ASSERT_TRUE(validate_lr_schedule(o).ok());
+  EXPECT_EQ(o.kind, LrScheduleKind::squeezenet);
+  // 0.03 at 1024 images down to 0.005 over 190429 / 8 = 23803 steps, then 0.005.
+  expect_lr(o, 0, 0.03);
+  expect_lr(o, 11901, 0.025 * (1 - 11901.0 / 23803) + 0.005);
+  expect_lr(o, 23803, 0.005);
+  expect_lr(o, 190428, 0.005);
+  o.train_batch_size = 256;  // the rates scale with the batch
+  expect_lr(o, 0, 0.0075);
+  expect_lr(o, 23803, 0.00125);
+}
+
+TEST(LrSchedule, KindsWithoutDecayEpochsDoNotCheckThem) {
+  for (const char* model : {"densenet121", "squeezenet1_1", "efficientnet_b0"}) {
+    LrScheduleOptions o = default_lr_schedule(model).value();
+    o.decay_epochs = 0;
+    EXPECT_TRUE(validate_lr_schedule(o).ok()) << model;
+  }
+  LrScheduleOptions o = default_lr_schedule("mobilenet_v1").value();
+  o.decay_epochs = 0;
+  EXPECT_FALSE(validate_lr_schedule(o).ok());
+}
+
 TEST(LrSchedule, UnknownModelsAndBadValuesAreRejected) {
   const Result<LrScheduleOptions> unknown = default_lr_schedule("vgg16");
   ASSERT_FALSE(unknown.ok());

@@ -1,0 +1,15 @@
+// squeezenet1_1: train, evaluate or summarise squeezenet1_1 with the reference application's
+// command line (see docs/tutorial.md). Everything happens in ic::run_main;
+// --export_dir and --export_best use infer/'s SavedModel export.
+#include "core/main_guard.h"
+#include "core/openmp_env.h"
+#include "infer/model_export.h"
+#include "train/run_main.h"
+
+int main(int argc, char** argv) {
+  ic::use_short_openmp_spin(argv);
+  return ic::run_guarded("squeezenet1_1", [&] {
+    return ic::run_main("squeezenet1_1", argc, argv,
+                        {ic::export_checkpoint_saved_model, ic::remove_export});
+  });
+}
