@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv
   python3-torch python3-numpy  # tests/interop: torch.optim.AdamW and NumPy check the optimizers
+  python3-torchvision          # tests/interop: SqueezeNet logits against torchvision's
   dataset-fashion-mnist
   clang libclang-rt-14-dev  # fuzz/: clang and libFuzzer's runtime (with ASan and UBSan)
   libonnx-dev                # export: ONNX's protobuf messages and its model checker
@@ -21,7 +22,7 @@ packages=(
   iproute2                   # tests/tools/two_hosts_test.sh: two network namespaces as two hosts
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torchvision python3-pil linux-perf)
+  packages+=(python3-pil linux-perf)
 fi
 export DEBIAN_FRONTEND=noninteractive
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then

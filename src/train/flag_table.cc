@@ -141,6 +141,9 @@ std::vector<Flag> make_trainer_flags() {
       number("label_smoothing", &O::label_smoothing, from_to(0, 1),
              "Label smoothing of the training and evaluation losses (the reference's 0.1; "
              "resnet50: 0)"),
+      number("batch_norm_decay", &O::batch_norm_decay, from_to(0, 1),
+             "Decay of batch norm's moving mean and variance (each model's reference value by "
+             "default); 0 keeps the last batch's statistics"),
       number("max_image_pixels", &O::max_image_pixels, at_least(1),
              "Images whose header claims more pixels are refused before decoding (a bad "
              "input in training)"),
@@ -212,6 +215,7 @@ Result<RunOptions> default_run_options(const std::string& model) {
   o.warmup_epochs = r.warmup_epochs;
   o.weight_decay = r.weight_decay;
   o.label_smoothing = float_as_written(spec->network.label_smoothing);
+  o.batch_norm_decay = float_as_written(spec->network.batch_norm_decay);
   o.moving_average = r.moving_average;
   o.num_classes = static_cast<int32_t>(spec->network.num_classes);
   o.width = static_cast<int32_t>(spec->network.width);

@@ -36,6 +36,7 @@ Result<ModelOptions> model_options_for(const RunOptions& options, bool training,
   m.num_classes = options.num_classes;
   m.depth_multiplier = static_cast<float>(options.depth_multiplier);
   m.label_smoothing = static_cast<float>(options.label_smoothing);
+  m.batch_norm_decay = static_cast<float>(options.batch_norm_decay);
   m.training = training;
   // The contrib model always builds AuxLogits, so the eval loss has the aux term too.
   m.aux_logits = true;

@@ -97,6 +97,8 @@ struct RunOptions {
   double weight_decay = 4e-5;
   // The losses' label smoothing: 0.1 for Inception, 0 for ResNet-50, as the reference's.
   double label_smoothing = 0.1;
+  // Batch norm's moving-average decay (the network's default: the registry's).
+  double batch_norm_decay = 0.996;
   // Bad input (docs/data.md, "Errors and bad input"). An image whose header claims more pixels
   // than this is refused before it is decoded (counted as a bad input in training).
   int64_t max_image_pixels = 100000000;

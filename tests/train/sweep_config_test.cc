@@ -86,7 +86,7 @@ TEST(SweepConfig, MistakesAreRefusedNamingTheFile) {
       {R"({"trainer": "inception_v3", "budget": {"train_steps": 1}})", "\"grid\" or \"variants\""},
       {R"({"trainer": "inception_v3", "grid": {"model": ["resnet50", "vgg16"]},
            "budget": {"train_steps": 1}})",
-       "unknown model \"vgg16\" (inception_v3, inception_v4, resnet50)"},
+       "unknown model \"vgg16\" (inception_v3, inception_v4, resnet50, mobilenet_v1"},
       {R"({"trainer": "inception_v3", "flags": {"model": "resnet50"}, "grid": {"x": [1]},
            "budget": {"train_steps": 1}})",
        "the model of every variant is \"trainer\""},
