@@ -38,6 +38,12 @@
 #      and sessions, a real TensorBoard server lists the 4 session groups with their eval
 #      accuracy, and headless Chromium renders the HParams dashboard with the sweep's flags
 #      (check_tensorboard_hparams.py; HPARAMS_SCREENSHOT=FILE.png saves a screenshot of it)
+#  10. the model zoo (MobileNet v1/v2, DenseNet-121, EfficientNet-B0, SqueezeNet 1.0/1.1) at
+#      96x96: our weights loaded by name into Keras' application model (torchvision's for
+#      SqueezeNet, on Debian's python3-torchvision) give classify's logits to 1e-5 of the largest
+#      (or, where Keras' own float32 strays further from its float64 run, ours no further than
+#      it) (check_keras_parity.py, check_torchvision_parity.py); their SavedModel and ONNX exports
+#      as in 4 and 6
 # Python comes from a virtual environment made once from PyPI with the pinned packages of
 # requirements.txt, cached under ${XDG_CACHE_HOME:-~/.cache}/inception.cpp/ and keyed by those
 # pins and the Python version. Anything that cannot be installed or run fails the script
@@ -57,7 +63,8 @@ die() {
 }
 
 for tool in inception_v3 inception_v4 resnet50 inspect_checkpoint export_model classify \
-  optimizer_trace onnx_int8_export make_fake_imagenet sweep; do
+  optimizer_trace onnx_int8_export make_fake_imagenet sweep mobilenet_v1 mobilenet_v2 \
+  densenet121 efficientnet_b0 squeezenet1_0 squeezenet1_1; do
   [[ -x $bin/$tool ]] || die "$bin/$tool is not built (cmake --build build first)"
 done
 command -v "$python" >/dev/null || die "$python not found"
@@ -87,7 +94,7 @@ run() {
   fi
 }
 
-say "1/9: TensorFlow reads our checkpoint"
+say "1/10: TensorFlow reads our checkpoint"
 run train_tf "$bin/inception_v3" "${tiny[@]}" --train_steps=4 --model_dir="$work/ours_tf"
 run train_safetensors "$bin/inception_v3" "${tiny[@]}" --train_steps=4 \
   --model_dir="$work/ours_safetensors" --checkpoint_format=safetensors
@@ -99,7 +106,7 @@ done
   --ignore_metadata=flags --ignore_metadata=run_id ||
   die "TensorFlow does not read our checkpoint as we wrote it"
 
-say "2/9: we read TensorFlow's checkpoint"
+say "2/10: we read TensorFlow's checkpoint"
 "$py" "$here/write_with_tensorflow.py" --source="$work/ours_tf/model.ckpt-4" \
   --model_dir="$work/theirs" --step=10 || die "TensorFlow could not write a checkpoint"
 run inspect_theirs "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
@@ -108,7 +115,7 @@ run inspect_theirs "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
   --safetensors="$work/theirs_as_read_by_us.safetensors" --step=10 ||
   die "we do not read TensorFlow's checkpoint as TensorFlow does"
 
-say "3/9: our trainer resumes from TensorFlow's checkpoint"
+say "3/10: our trainer resumes from TensorFlow's checkpoint"
 run resume "$bin/inception_v3" "${tiny[@]}" --train_steps=12 --model_dir="$work/theirs"
 grep -qF "Restoring parameters from $work/theirs/model.ckpt-10 (global step 10)" \
   "$work/resume.log" || {
@@ -120,7 +127,7 @@ run inspect_resumed "$bin/inspect_checkpoint" --model_dir="$work/theirs" \
 "$py" "$here/compare_with_safetensors.py" --model_dir="$work/theirs" \
   --safetensors="$work/resumed.safetensors" --step=12 ||
   die "TensorFlow does not read the checkpoint saved after resuming"
-say "3/9 (b): a TensorFlow checkpoint of the network's variables only warm-starts a fine-tuning run"
+say "3/10 (b): a TensorFlow checkpoint of the network's variables only warm-starts a fine-tuning run"
 "$py" "$here/write_with_tensorflow.py" --source="$work/ours_tf/model.ckpt-4" \
   --model_dir="$work/slim" --step=1 --model_variables_only ||
   die "TensorFlow could not write a variables-only checkpoint"
@@ -171,7 +178,7 @@ for k, path in enumerate(sys.argv[3:]):
     Image.fromarray(rng.randint(0, 256, (h, w, 3), dtype=np.uint8)).save(path, quality=90)' "$@"
 }
 
-say "4/9: TensorFlow serves our SavedModel exports as classify computes"
+say "4/10: TensorFlow serves our SavedModel exports as classify computes"
 run export_v3 "$bin/export_model" --model_dir="$work/ours_tf" --export_dir="$work/export_v3"
 run train_v4 "$bin/inception_v4" "${tiny[@]}" --train_steps=2 --model_dir="$work/v4" \
   --export_dir="$work/export_v4"
@@ -196,7 +203,7 @@ done
 "$py" "$here/check_saved_model.py" "${cases[@]}" ||
   die "TensorFlow does not serve our SavedModel export as classify computes"
 
-say "5/9: the same for a full-size inception_v3 (299x299, 1001 classes)"
+say "5/10: the same for a full-size inception_v3 (299x299, 1001 classes)"
 run train_full "$bin/inception_v3" --mode=train --use_data=fake --use_tpu=False --train_steps=1 \
   --train_batch_size=2 --iterations=1 --save_checkpoints_secs=0 --seed=3 \
   --model_dir="$work/full" --export_dir="$work/export_full"
@@ -225,7 +232,7 @@ onnx_agrees() {
     die "ONNX Runtime does not run our ONNX export of $model_dir as classify does"
 }
 
-say "6/9: ONNX Runtime runs our ONNX exports as classify computes"
+say "6/10: ONNX Runtime runs our ONNX exports as classify computes"
 onnx_agrees "$work/ours_tf" "$work/onnx_v3" "$work/images_v3.npy" "$work/logits_v3.npy"
 for name in v4 resnet50; do
   onnx_agrees "$work/$name" "$work/onnx_$name" "$work/images_$name.npy" "$work/logits_$name.npy"
@@ -251,12 +258,12 @@ qdq_agrees() {
     die "ONNX Runtime's run of the QDQ export of $model_dir is not the float32 export's"
 }
 
-say "6/9 (b): ONNX Runtime runs the QDQ export of an int8 model as the float32 export"
+say "6/10 (b): ONNX Runtime runs the QDQ export of an int8 model as the float32 export"
 qdq_agrees "$work/ours_tf" 75 "$work/onnx_v3"
 qdq_agrees "$work/v4" 75 "$work/onnx_v4"
 qdq_agrees "$work/resnet50" 64 "$work/onnx_resnet50"
 
-say "6/9 (c): ONNX Runtime runs our int8 export's model.onnx as classify --precision=int8 computes"
+say "6/10 (c): ONNX Runtime runs our int8 export's model.onnx as classify --precision=int8 computes"
 run fake_data_int8 "$bin/make_fake_imagenet" --output_dir="$work/int8_data" \
   --num_train_images=16 --num_validation_images=2 --train_shards=1 --validation_shards=1 \
   --image_size=75 --num_classes=10
@@ -273,10 +280,10 @@ run classify_int8 "$bin/classify" --checkpoint="${int8_files[0]}" --precision=in
   --inputs="$work/images_v3.npy" --logits="$work/logits_int8_v3.npy" --max_prob_diff=1e-2 ||
   die "ONNX Runtime does not run the QDQ model.onnx of our int8 export as classify --precision=int8 does"
 
-say "7/9: the same for the full-size inception_v3"
+say "7/10: the same for the full-size inception_v3"
 onnx_agrees "$work/full" "$work/onnx_full" "$work/images_full.npy" "$work/logits_full.npy"
 
-say "8/9: the optimizers against torch.optim.AdamW and NumPy"
+say "8/10: the optimizers against torch.optim.AdamW and NumPy"
 system_python=${SYSTEM_PYTHON:-/usr/bin/python3}
 "$system_python" -c "import numpy, torch" ||
   die "$system_python has no torch or numpy (Debian: apt-get install python3-torch python3-numpy)"
@@ -284,7 +291,7 @@ run optimizer_trace "$bin/optimizer_trace" "$work/optimizer_trace"
 "$system_python" "$here/check_optimizers.py" "$work/optimizer_trace" ||
   die "the optimizer table's updates differ from torch's and NumPy's"
 
-say "9/9: a sweep's HParams summaries in TensorBoard's event reader, server and dashboard"
+say "9/10: a sweep's HParams summaries in TensorBoard's event reader, server and dashboard"
 browser=$(command -v chromium || command -v chromium-browser || true)
 [[ -n $browser ]] || die "no chromium (Debian: apt-get install chromium)"
 cat >"$work/sweep.json" <<'JSON'
@@ -299,4 +306,38 @@ run sweep "$bin/sweep" --sweep_dir="$work/sweep" --config="$work/sweep.json" --p
 "$py" "$here/check_tensorboard_hparams.py" "$work/sweep" "$work/sweep.json" "$venv/bin/tensorboard" \
   "$browser" ${HPARAMS_SCREENSHOT:+"$HPARAMS_SCREENSHOT"} ||
   die "TensorBoard does not show the sweep's HParams as it should"
+say "10/10: the model zoo: Keras' and torchvision's networks on our weights give our logits"
+# Each network at 96 x 96, 10 classes, after 2 training steps (batch norm keeping the last
+# batch's statistics, no EMA, so the logits depend on the image): loaded by name into Keras'
+# application model (torchvision's for SqueezeNet), whose logits on the same images must be
+# classify's to 1e-5 of the largest; TensorFlow serves its SavedModel export and ONNX Runtime
+# runs its ONNX export as classify computes.
+write_images "$work/images_zoo.npy" 3 96 96 11
+zoo_cases=()
+for model in mobilenet_v1 mobilenet_v2 densenet121 efficientnet_b0 squeezenet1_0 squeezenet1_1; do
+  dir=$work/zoo_$model
+  format=tf
+  [[ $model == squeezenet* ]] && format=safetensors
+  run "train_$model" "$bin/$model" --mode=train --use_data=fake --use_tpu=False --width=96 \
+    --height=96 --num_classes=10 --iterations=2 --train_batch_size=4 --train_steps=2 \
+    --save_checkpoints_secs=0 --num_threads=2 --num_parallel_calls=1 --seed=5 \
+    --batch_norm_decay=0 --moving_average=false --checkpoint_format="$format" \
+    --model_dir="$dir" --export_dir="$work/export_$model"
+  run "classify_$model" "$bin/classify" --model_dir="$dir" --logits_out="$dir/logits.npy" \
+    "$work/images_zoo.npy"
+  if [[ $model == squeezenet* ]]; then
+    "$system_python" "$here/check_torchvision_parity.py" --model="$model" \
+      --checkpoint="$dir/model.ckpt-2.safetensors" --images="$work/images_zoo.npy" \
+      --logits="$dir/logits.npy" --num_classes=10 ||
+      die "torchvision's $model on our weights does not give classify's logits"
+  else
+    "$py" "$here/check_keras_parity.py" --model="$model" --checkpoint="$dir/model.ckpt-2" \
+      --images="$work/images_zoo.npy" --logits="$dir/logits.npy" --num_classes=10 ||
+      die "Keras' $model on our weights does not give classify's logits"
+  fi
+  zoo_cases+=(--case "$work/export_$model" "$work/images_zoo.npy" "$dir/logits.npy" 10)
+  onnx_agrees "$dir" "$work/onnx_$model" "$work/images_zoo.npy" "$dir/logits.npy"
+done
+"$py" "$here/check_saved_model.py" "${zoo_cases[@]}" ||
+  die "TensorFlow does not serve the model zoo's SavedModel exports as classify computes"
 say "passed"
