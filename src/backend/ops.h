@@ -182,6 +182,10 @@ struct DropoutDesc {
   float keep_prob = 0.8f;
   bool training = true;
   bool per_example = false;
+  // Elements that share one draw: 1, or one example's (per_example).
+  int64_t elements_per_draw() const {
+    return per_example && input.rank() > 0 && input[0] > 0 ? input.numel() / input[0] : 1;
+  }
   DType activations = DType::f32;  // x and y (f32 or bf16); gradients stay f32
 };
 

@@ -61,13 +61,7 @@ TEST(CpuConv, MatchesReferenceForwardAndBackward) {
     OpHarness h(*backend, d);
     OpRun run = conv_run(d, seed += 10);
     h.run(run);
-    const Vec b = c.bias ? run.params[1] : Vec();
-    expect_near(run.outputs[0], ref::conv2d_forward(d, run.inputs[0], run.params[0], b), 1e-4, 1e-4,
-                "conv y");
-    const auto g = ref::conv2d_backward(d, run.inputs[0], run.params[0], run.output_grads[0]);
-    expect_near(run.input_grads[0], g.dx, 1e-4, 1e-4, "conv dx");
-    expect_near(run.param_grads[0], g.dw, 1e-4, 1e-4, "conv dw");
-    if (c.bias) expect_near(run.param_grads[1], g.db, 1e-4, 1e-4, "conv db");
+    testing::expect_conv_matches_reference(d, run, 1e-4, 1e-4, 1e-4);
   }
 }
 

@@ -160,6 +160,20 @@ inline OpRun conv_run(const Conv2dDesc& d, uint32_t seed) {
   return run;
 }
 
+// A convolution's outputs and gradients in `run` (after OpHarness::run of conv_run(d, ...))
+// against the reference: y and dx within (atol, rtol), the weight and bias gradients, sums
+// over the whole batch, within (weight_atol, rtol).
+inline void expect_conv_matches_reference(const Conv2dDesc& d, const OpRun& run, double atol,
+                                          double rtol, double weight_atol) {
+  const Vec b = d.has_bias ? run.params[1] : Vec();
+  expect_near(run.outputs[0], ref::conv2d_forward(d, run.inputs[0], run.params[0], b), atol, rtol,
+              "conv y");
+  const auto g = ref::conv2d_backward(d, run.inputs[0], run.params[0], run.output_grads[0]);
+  expect_near(run.input_grads[0], g.dx, atol, rtol, "conv dx");
+  expect_near(run.param_grads[0], g.dw, weight_atol, rtol, "conv dw");
+  if (d.has_bias) expect_near(run.param_grads[1], g.db, weight_atol, rtol, "conv db");
+}
+
 // An NHWC shape with no side a multiple of a vector width, so kernels' tails run.
 inline const Shape kOddShape{2, 7, 5, 3};
 

@@ -234,8 +234,7 @@ class DropoutKernel final : public OpKernel {
  public:
   explicit DropoutKernel(const DropoutDesc& d)
       : count_(d.input.numel()),
-        per_mask_(d.per_example && d.input.rank() > 0 ? count_ / std::max<int64_t>(d.input[0], 1)
-                                                      : 1),
+        per_mask_(d.elements_per_draw()),
         training_(d.training),
         threshold_(dropout_threshold(d.keep_prob)),
         keep_prob_(d.keep_prob) {}

@@ -2,8 +2,6 @@
 // concat, dropout, softmax cross-entropy, reshape; ReLU6/sigmoid/swish, scale_channels and
 // zero_pad. Each class only checks its bindings and
 // forwards to a launcher; the arithmetic is in the .cu files.
-#include <algorithm>
-
 #include "backend/cuda/cuda_common.h"
 
 namespace ic::cuda {
@@ -198,8 +196,7 @@ class DropoutKernel final : public SimpleKernel {
             cudaMemcpyAsync(y, x, count * sizeof(float), cudaMemcpyDeviceToDevice, ctx_.stream)));
       return;
     }
-    const int64_t per_mask = d_.per_example ? count / std::max<int64_t>(d_.input[0], 1) : 1;
-    IC_CUDA_RECORD(ctx_, launch_dropout(x, y, count, per_mask, d_.keep_prob, ctx.seed,
+    IC_CUDA_RECORD(ctx_, launch_dropout(x, y, count, d_.elements_per_draw(), d_.keep_prob, ctx.seed,
                                         ctx_.capture_seed(), ctx_.stream));
   }
   DropoutDesc d_;
