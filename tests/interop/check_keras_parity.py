@@ -13,15 +13,19 @@ left over on either side, or logits whose max |difference| exceeds tolerance * m
 """
 import argparse
 import re
-import sys
 
 import numpy as np
 import tensorflow as tf
 
+import logit_parity
+from logit_parity import relative_difference
+
+
+WHO = "keras parity"
+
 
 def fail(message):
-    print("keras parity: FAILED: " + message, file=sys.stderr)
-    sys.exit(1)
+    logit_parity.fail(WHO, message)
 
 
 # TF-slim MobileNet layer scopes -> Keras layer names.
@@ -86,6 +90,18 @@ def build(model, num_classes, side):
     fail("no Keras model for " + model)
 
 
+def weight_name(w):
+    return w.name.split("/")[-1].split(":")[0]
+
+
+def make_identity(layer):
+    """A Normalization layer (EfficientNet's) with mean 0 and variance 1."""
+    for w in layer.weights:
+        if weight_name(w) in ("mean", "variance"):
+            w.assign(np.full(w.shape, 0.0 if weight_name(w) == "mean" else 1.0, w.dtype))
+    layer.finalize_state()  # the layer's own mean and variance tensors, from the weights
+
+
 def float64_logits(model, num_classes, inputs, values):
     """The same network and weights computed in float64."""
     import keras
@@ -93,15 +109,11 @@ def float64_logits(model, num_classes, inputs, values):
     exact_model = build(model, num_classes, inputs.shape[1])
     for layer in exact_model.layers:
         for w in layer.weights:
-            key = (layer.name, w.name.split("/")[-1].split(":")[0])
+            key = (layer.name, weight_name(w))
             if key in values:
                 w.assign(values[key].reshape(tuple(w.shape)).astype(np.float64))
-            elif isinstance(layer, tf.keras.layers.Normalization):
-                short = key[1]
-                if short in ("mean", "variance"):
-                    w.assign(np.full(w.shape, 0.0 if short == "mean" else 1.0))
         if isinstance(layer, tf.keras.layers.Normalization):
-            layer.finalize_state()
+            make_identity(layer)
     return exact_model(inputs.astype(np.float64), training=False).numpy()
 
 
@@ -130,29 +142,26 @@ def main():
     targets = {}
     for layer in keras_model.layers:
         for w in layer.weights:
-            short = w.name.split("/")[-1].split(":")[0]
-            targets[(layer.name, short)] = (layer, w)
+            targets[(layer.name, weight_name(w))] = w
     normalization = [l for l in keras_model.layers if isinstance(l, tf.keras.layers.Normalization)]
 
-    assigned = set()
-    assigned_values = {}
+    assigned = {}  # Keras (layer, weight) -> the value set
     for name in sorted(names):
-        layer_name, weight_name = keras_key(a.model, name)
+        layer_name, short = keras_key(a.model, name)
         if layer_name is None:
             fail("%s has no Keras layer" % name)
-        key = (layer_name, weight_name)
-        if key not in targets and weight_name == "depthwise_kernel":
+        key = (layer_name, short)
+        if key not in targets and short == "depthwise_kernel":
             key = (layer_name, "kernel")  # Keras 3 names DepthwiseConv2D's weight "kernel"
         if key not in targets:
-            fail("%s (as %s/%s) has no Keras weight" % (name, layer_name, weight_name))
+            fail("%s (as %s/%s) has no Keras weight" % (name, layer_name, short))
         ema = name + "/ExponentialMovingAverage"
         value = reader.get_tensor(ema if reader.has_tensor(ema) else name)
-        variable = targets[key][1]
+        variable = targets[key]
         if tuple(variable.shape) != value.shape:
             value = value.reshape(tuple(variable.shape))  # a 1x1 logit conv as a Dense kernel
         variable.assign(value)
-        assigned.add(key)
-        assigned_values[key] = value
+        assigned[key] = value
     left = [k for k in targets
             if k not in assigned and not any(k[0] == l.name for l in normalization)]
     if left:
@@ -162,38 +171,23 @@ def main():
     if normalization:
         # EfficientNet's Rescaling(1/255) + Normalization: made the identity on 255 * x.
         for layer in normalization:
-            for w in layer.weights:
-                short = w.name.split("/")[-1].split(":")[0]
-                if short == "mean":
-                    w.assign(np.zeros(w.shape, np.float32))
-                elif short == "variance":
-                    w.assign(np.ones(w.shape, np.float32))
-            layer.finalize_state()  # the layer's own mean and variance tensors, from the weights
+            make_identity(layer)
         inputs = images * 255.0
     theirs = keras_model(inputs, training=False).numpy()
-    if theirs.shape != ours.shape:
-        fail("logits shapes differ: Keras %s, ours %s" % (theirs.shape, ours.shape))
-    # The images must give different logits, by far more than the tolerance: a body that
-    # ignored its input (logits = biases) would otherwise pass.
-    spread = float(np.max(np.abs(ours - ours.mean(axis=0))))
-    if not spread > 100 * a.tolerance * float(np.max(np.abs(ours))):
-        fail("the images' logits differ by only %.3g: nothing depends on the image" % spread)
-    scale = float(np.max(np.abs(theirs)))
-    diff = float(np.max(np.abs(theirs - ours)))
-    print("keras parity: %s: %d weights; max |dlogit| %.3g of max |logit| %.3g (%.3g relative)"
-          % (a.model, len(assigned), diff, scale, diff / scale))
+    relative = relative_difference(WHO, a.model, "%d weights" % len(assigned), ours, theirs,
+                                   a.tolerance)
+    if relative <= a.tolerance:
+        return
     # Keras' own float32 run strays from the exact (float64) network as well: where it strays
     # more than the tolerance, ours must be as close to float64 as Keras' float32 is.
-    if not diff <= a.tolerance * scale:
-        exact = float64_logits(a.model, a.num_classes, inputs, assigned_values)
-        ours_error = float(np.max(np.abs(ours - exact))) / scale
-        keras_error = float(np.max(np.abs(theirs - exact))) / scale
-        print("keras parity: %s: from float64 Keras: ours %.3g, Keras float32 %.3g (relative)"
-              % (a.model, ours_error, keras_error))
-        if ours_error <= max(a.tolerance, keras_error):
-            return
-        fail("%s: logits differ by %.3g relative, more than %g" % (a.model, diff / scale,
-                                                                  a.tolerance))
+    exact = float64_logits(a.model, a.num_classes, inputs, assigned)
+    scale = float(np.max(np.abs(theirs)))
+    ours_error = float(np.max(np.abs(ours - exact))) / scale
+    keras_error = float(np.max(np.abs(theirs - exact))) / scale
+    print("%s: %s: from float64 Keras: ours %.3g, Keras float32 %.3g (relative)"
+          % (WHO, a.model, ours_error, keras_error))
+    if not ours_error <= max(a.tolerance, keras_error):
+        fail("%s: logits differ by %.3g relative, more than %g" % (a.model, relative, a.tolerance))
 
 
 if __name__ == "__main__":

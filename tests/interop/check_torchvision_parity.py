@@ -13,16 +13,20 @@ tolerance * max |logit|.
 import argparse
 import json
 import struct
-import sys
 
 import numpy as np
 import torch
 import torchvision
 
+import logit_parity
+from logit_parity import relative_difference
+
+
+WHO = "torchvision parity"
+
 
 def fail(message):
-    print("torchvision parity: FAILED: " + message, file=sys.stderr)
-    sys.exit(1)
+    logit_parity.fail(WHO, message)
 
 
 def read_safetensors(path):
@@ -81,22 +85,10 @@ def main():
     ours = np.load(a.logits)
     with torch.no_grad():
         theirs = net(torch.from_numpy(images.transpose(0, 3, 1, 2).copy())).numpy()
-    if theirs.shape != ours.shape:
-        fail("logits shapes differ: torchvision %s, ours %s" % (theirs.shape, ours.shape))
-    # The images must give different logits, by far more than the tolerance: a body that
-    # ignored its input (logits = biases) would otherwise pass.
-    spread = float(np.max(np.abs(ours - ours.mean(axis=0))))
-    if not spread > 100 * a.tolerance * float(np.max(np.abs(ours))):
-        fail("the images' logits differ by only %.3g: nothing depends on the image" % spread)
-    scale = float(np.max(np.abs(theirs)))
-    diff = float(np.max(np.abs(theirs - ours)))
-    print("torchvision parity: %s: %d tensors; max |dlogit| %.3g of max |logit| %.3g (%.3g relative)"
-          % (a.model, len(used), diff, scale, diff / max(scale, 1e-30)))
-    if not scale > 0:
-        fail("all logits are zero: nothing was compared")
-    if not diff <= a.tolerance * scale:
-        fail("%s: logits differ by %.3g relative, more than %g" % (a.model, diff / scale,
-                                                                  a.tolerance))
+    relative = relative_difference(WHO, a.model, "%d tensors" % len(used), ours, theirs,
+                                   a.tolerance)
+    if not relative <= a.tolerance:
+        fail("%s: logits differ by %.3g relative, more than %g" % (a.model, relative, a.tolerance))
 
 
 if __name__ == "__main__":
