@@ -240,10 +240,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "inference graph: %d batch norms folded, %d ReLUs fused, %d average pools "
                  "after their 1x1 convolution, %d values in bf16 (%d casts), %d int8 "
-                 "convolutions writing u8; %s\n",
+                 "convolutions writing u8, %d pools and %d concatenations on u8 (%d "
+                 "requantized); %s\n",
                  inference->stats.folded_batch_norm, inference->stats.fused_conv_relu,
                  inference->stats.pools_after_conv, inference->stats.bf16_activations,
-                 inference->stats.casts, inference->stats.int8_outputs,
+                 inference->stats.casts, inference->stats.int8_outputs, inference->stats.u8_pools,
+                 inference->stats.u8_concats, inference->stats.requantized,
                  compiled->summary().c_str());
     executed = inference->graph;
     logits.resize(static_cast<size_t>(a.batch * options->num_classes));

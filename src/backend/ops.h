@@ -154,8 +154,10 @@ struct Pool2dDesc {
   int kernel_h = 3, kernel_w = 3;
   int stride_h = 1, stride_w = 1;
   Padding padding = Padding::valid;
-  bool training = true;            // false: forward only (max pooling then keeps no argmax)
-  DType activations = DType::f32;  // x and y (f32 or bf16)
+  bool training = true;  // false: forward only (max pooling then keeps no argmax)
+  // x and y: f32 or bf16; or u8 (int8 inference, forward only), both at the same scale: max
+  // pooling commutes with quantization, average pooling rounds its mean to the nearest level.
+  DType activations = DType::f32;
   Shape output() const;
 };
 
@@ -168,7 +170,8 @@ struct GlobalAvgPoolDesc {
 // in: x0..xk (same N,H,W)  out: y, channels concatenated in order.
 struct ConcatDesc {
   std::vector<Shape> inputs;
-  DType activations = DType::f32;  // every x and y (f32 or bf16)
+  // Every x and y: f32 or bf16; or u8 (int8 inference, forward only), all at one scale.
+  DType activations = DType::f32;
   Shape output() const;
 };
 
@@ -201,10 +204,14 @@ struct DenseDesc {
 
 // in: x (f32)  out: y (u8) = clamp(round_half_even(x / scale), 0, max_level). Quantizes a
 // value once for the int8 convolutions and dense layers that read it (inference only).
+// With source u8 (requantize): x is u8 at source_scale and y is the same formula applied to its
+// float32 value, x * source_scale: a u8 value moved to another scale without a float32 copy.
 struct QuantizeDesc {
   Shape input;
   float scale = 1.f;
   int max_level = kInt8ActivationMax;
+  DType source = DType::f32;
+  float source_scale = 1.f;  // u8 source only
 };
 
 // in: a, b (same shape)  out: y = a + b (then ReLU if fused_relu). ResNet's shortcut.

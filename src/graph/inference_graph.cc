@@ -6,6 +6,7 @@
 
 #include "graph/passes.h"
 #include "graph/precision_pass.h"
+#include "graph/u8_dataflow_pass.h"
 
 namespace ic {
 
@@ -67,7 +68,10 @@ Result<InferenceGraph> prepare_inference_graph(const Graph& graph, const ParamSo
   mark_forward_only(inference.graph, options);
   if (options.int8) {
     IC_ASSIGN_OR_RETURN(inference, quantize_layers(std::move(inference), *options.int8));
-    if (options.int8_outputs) inference = write_int8_outputs(std::move(inference));
+    if (options.int8_outputs) {
+      inference = pools_and_concats_in_u8(std::move(inference));
+      inference = write_int8_outputs(std::move(inference));
+    }
   }
   if (options.activations == DType::bf16) {
     ActivationPrecisionStats bf16;

@@ -45,8 +45,9 @@ struct InferenceGraphOptions {
   DType activations = DType::f32;
   // Set: the layers it names run in int8 (graph/quantize_pass.h), after folding.
   std::optional<QuantizationTable> int8;
-  // int8 convolutions that only int8 layers read write u8 themselves (write_int8_outputs: the
-  // same bytes); false keeps a Quantize node before every int8 layer, for comparisons.
+  // Between int8 layers, pools and concatenations move u8 (pools_and_concats_in_u8), and int8
+  // convolutions that only int8 layers read write u8 themselves (write_int8_outputs: the same
+  // bytes); false keeps a Quantize node before every int8 layer, for comparisons.
   bool int8_outputs = true;
 };
 

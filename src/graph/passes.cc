@@ -17,6 +17,16 @@ std::vector<bool> externally_visible(const Graph& graph) {
   return visible;
 }
 
+std::vector<bool> read_after_forward(const Graph& graph) {
+  Graph without_endpoints;
+  without_endpoints.values.resize(graph.values.size());
+  without_endpoints.logits = graph.logits;
+  without_endpoints.images = graph.images;
+  without_endpoints.labels = graph.labels;
+  without_endpoints.losses = graph.losses;
+  return externally_visible(without_endpoints);
+}
+
 Graph without_nodes(Graph graph, const std::vector<bool>& removed) {
   std::vector<Node> kept;
   kept.reserve(graph.nodes.size());

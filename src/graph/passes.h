@@ -31,6 +31,10 @@ std::vector<std::vector<NodeId>> value_consumers(const Graph& graph);
 // visible[v]: a pass must not rename or remove v, because the caller reads it after
 // forward(): the images, labels, logits, losses and endpoints.
 std::vector<bool> externally_visible(const Graph& graph);
+// The values an inference program reads after forward(): the images, labels, logits and
+// losses. Unlike externally_visible, not the endpoints: an inference graph keeps them only as
+// names, so its precision passes (bf16, u8) may change their types.
+std::vector<bool> read_after_forward(const Graph& graph);
 // The graph without the nodes marked in `removed`, every value's producer recomputed.
 Graph without_nodes(Graph graph, const std::vector<bool>& removed);
 

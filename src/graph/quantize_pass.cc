@@ -27,13 +27,13 @@ std::optional<Int8Conv>* int8_slot(Node& node, int64_t* channels) {
   return nullptr;
 }
 
-uint32_t float_bits(float v) {
+}  // namespace
+
+uint32_t scale_key(float scale) {
   uint32_t bits = 0;
-  std::memcpy(&bits, &v, sizeof bits);
+  std::memcpy(&bits, &scale, sizeof bits);
   return bits;
 }
-
-}  // namespace
 
 std::vector<float> per_channel_weight_scales(const std::vector<float>& weights, int64_t channels) {
   const auto c = static_cast<size_t>(channels);
@@ -73,7 +73,7 @@ Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTabl
     *slot = Int8Conv{layer.input_scale, per_channel_weight_scales(weights, channels)};
 
     const ValueId x = node.inputs.at(0);
-    const auto key = std::make_pair(x, float_bits(layer.input_scale));
+    const auto key = std::make_pair(x, scale_key(layer.input_scale));
     auto done = quantized.find(key);
     if (done == quantized.end()) {
       const ValueInfo source = graph.values[static_cast<size_t>(x)];
@@ -103,7 +103,7 @@ Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTabl
 InferenceGraph write_int8_outputs(InferenceGraph in) {
   Graph& graph = in.graph;
   const std::vector<std::vector<NodeId>> consumers = value_consumers(graph);
-  const std::vector<bool> visible = externally_visible(graph);
+  const std::vector<bool> visible = read_after_forward(graph);
   std::vector<bool> removed(graph.nodes.size(), false);
   for (Node& quantize : graph.nodes) {
     const auto* q = std::get_if<QuantizeDesc>(&quantize.desc);

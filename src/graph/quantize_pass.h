@@ -37,6 +37,10 @@ struct QuantizationTable {
   std::string calibration_data;                     // the files they came from
 };
 
+// A scale as a map key for (value, scale) pairs: its bits, so only identical scales share a
+// key (a value quantized at two scales is two u8 values).
+uint32_t scale_key(float scale);
+
 // Per output channel: max |w| / kInt8WeightMax over weights whose output channel is the
 // innermost axis (HWIO convolution kernels, [K,M] dense kernels); a channel of zeros gets 1.
 std::vector<float> per_channel_weight_scales(const std::vector<float>& weights, int64_t channels);

@@ -549,5 +549,117 @@ TEST(CpuQuantize, MatchesReferenceAtArbitraryScale) {
   EXPECT_EQ(run_quantize(*backend, d, x), expected);
 }
 
+// A forward-only kernel of `desc` on u8 inputs, returning `out_bytes` bytes of its output.
+std::vector<uint8_t> run_u8(Backend& backend, const OpDesc& desc,
+                            const std::vector<std::vector<uint8_t>>& inputs, size_t out_bytes) {
+  auto kernel = backend.compile(desc);
+  EXPECT_TRUE(kernel.ok()) << kernel.status().message();
+  if (!kernel.ok()) return {};
+  std::vector<DeviceBuffer> buffers;
+  OpBindings b;
+  for (const std::vector<uint8_t>& x : inputs) {
+    buffers.push_back(backend.allocate(std::max<size_t>(x.size(), 64)).value());
+    backend.upload(buffers.back().data(), x.data(), x.size());
+    b.inputs.push_back(buffers.back().data());
+  }
+  buffers.push_back(backend.allocate(std::max<size_t>(out_bytes, 64)).value());
+  b.outputs = {buffers.back().data()};
+  const size_t workspace = kernel.value()->workspace_bytes();
+  if (workspace > 0) {
+    buffers.push_back(backend.allocate(workspace).value());
+    b.workspace = buffers.back().data();
+  }
+  EXPECT_TRUE(kernel.value()->bind(b).ok());
+  kernel.value()->forward(StepContext{});
+  std::vector<uint8_t> y(out_bytes);
+  backend.download(y.data(), b.outputs[0], y.size());
+  return y;
+}
+
+std::vector<uint8_t> random_levels(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> level(0, kInt8ActivationMax);
+  std::vector<uint8_t> v(static_cast<size_t>(count));
+  for (uint8_t& q : v) q = static_cast<uint8_t>(level(rng));
+  return v;
+}
+
+// A u8 value moved to another scale is Quantize's formula on its float32 value.
+TEST(CpuQuantize, RequantizesU8AsQuantizeDoesItsFloatValue) {
+  auto backend = cpu_backend();
+  QuantizeDesc d;
+  d.input = Shape{1, 3, 5, 70};
+  d.source = DType::u8;
+  d.source_scale = 0.045f;
+  for (float scale : {0.06f, 0.03f}) {  // coarser; finer (the top levels clamp)
+    d.scale = scale;
+    const auto x = random_levels(d.input.numel(), 8);
+    std::vector<uint8_t> expected;
+    for (uint8_t q : x)
+      expected.push_back(static_cast<uint8_t>(std::clamp(
+          std::nearbyint(static_cast<float>(q) * d.source_scale * (1.f / scale)), 0.f, 127.f)));
+    EXPECT_EQ(run_u8(*backend, d, {x}, x.size()), expected) << scale;
+  }
+  d.source_scale = 0.f;
+  EXPECT_FALSE(backend->compile(d).ok());
+}
+
+// Max pooling of levels is the max of the levels; average pooling their rounded mean (SAME
+// padding left out of the count, as in float32).
+TEST(CpuPoolU8, PoolsTheLevelsThemselves) {
+  auto backend = cpu_backend();
+  Pool2dDesc d;
+  d.input = Shape{2, 5, 6, 19};
+  d.kernel_h = d.kernel_w = 3;
+  d.stride_h = d.stride_w = 1;
+  d.padding = Padding::same;
+  d.training = false;
+  d.activations = DType::u8;
+  const auto x = random_levels(d.input.numel(), 9);
+  const int64_t h = d.input.h(), w = d.input.w(), c = d.input.c();
+  for (PoolKind kind : {PoolKind::max, PoolKind::avg}) {
+    d.kind = kind;
+    std::vector<uint8_t> expected;
+    for (int64_t n = 0; n < d.input.n(); ++n)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < w; ++j)
+          for (int64_t k = 0; k < c; ++k) {
+            int top = 0, sum = 0, count = 0;
+            for (int64_t a = std::max<int64_t>(i - 1, 0); a <= std::min(i + 1, h - 1); ++a)
+              for (int64_t e = std::max<int64_t>(j - 1, 0); e <= std::min(j + 1, w - 1); ++e) {
+                const int v = x[static_cast<size_t>(((n * h + a) * w + e) * c + k)];
+                top = std::max(top, v);
+                sum += v;
+                ++count;
+              }
+            expected.push_back(static_cast<uint8_t>(
+                kind == PoolKind::max
+                    ? top
+                    : std::nearbyint(static_cast<float>(sum) / static_cast<float>(count))));
+          }
+    const std::vector<uint8_t> got = run_u8(*backend, d, {x}, x.size());
+    ASSERT_EQ(got.size(), expected.size());
+    int64_t off = 0;
+    for (size_t i = 0; i < got.size(); ++i) off += got[i] != expected[i];
+    EXPECT_EQ(off, 0) << (kind == PoolKind::max ? "max" : "avg") << ": " << off << " differ";
+  }
+  d.training = true;  // u8 is for inference only
+  EXPECT_FALSE(backend->compile(d).ok());
+}
+
+TEST(CpuConcatU8, ConcatenatesTheChannelsOfEachPixel) {
+  auto backend = cpu_backend();
+  ConcatDesc d;
+  d.inputs = {Shape{2, 3, 3, 5}, Shape{2, 3, 3, 2}};
+  d.activations = DType::u8;
+  const auto a = random_levels(d.inputs[0].numel(), 10), b = random_levels(d.inputs[1].numel(), 11);
+  std::vector<uint8_t> expected;
+  for (int64_t p = 0; p < 18; ++p) {
+    expected.insert(expected.end(), a.begin() + p * 5, a.begin() + p * 5 + 5);
+    expected.insert(expected.end(), b.begin() + p * 2, b.begin() + p * 2 + 2);
+  }
+  EXPECT_EQ(run_u8(*backend, d, {a, b}, expected.size()), expected);
+}
+
 }  // namespace
 }  // namespace ic

@@ -74,8 +74,11 @@ inline dnnl::memory::desc nhwc_md(const Shape& s, dt type = dt::f32) {
   return dnnl::memory::desc({s.n(), s.c(), s.h(), s.w()}, type, tag::nhwc);
 }
 
-// The oneDNN type of an arena's activations (ops.h's `activations`: f32 or bf16).
-inline dt activation_dt(DType type) { return type == DType::bf16 ? dt::bf16 : dt::f32; }
+// The oneDNN type of an arena's activations (ops.h's `activations`: f32, bf16, or u8 for the
+// int8 inference ops that take it).
+inline dt activation_dt(DType type) {
+  return type == DType::bf16 ? dt::bf16 : type == DType::u8 ? dt::u8 : dt::f32;
+}
 
 // One activation element as the arena holds it, for the kernels that are plain loops: float, or
 // bfloat16's bits. Loops read with widen() and compute in float; narrow() rounds to nearest even.

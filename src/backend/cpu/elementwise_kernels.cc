@@ -320,8 +320,8 @@ Result<std::unique_ptr<OpKernel>> make_concat(const ConcatDesc& d) {
       return error("concat inputs must be NHWC with equal N,H,W; got ", s.str(), " and ",
                    d.inputs[0].str());
   }
-  if (d.activations != DType::f32 && d.activations != DType::bf16)
-    return error("concat: activations in ", dtype_name(d.activations), " (f32 or bf16 only)");
+  if (d.activations != DType::f32 && d.activations != DType::bf16 && d.activations != DType::u8)
+    return error("concat: activations in ", dtype_name(d.activations), " (f32, bf16 or u8 only)");
   return std::unique_ptr<OpKernel>(std::make_unique<ConcatKernel>(d));
 }
 Result<std::unique_ptr<OpKernel>> make_global_avg_pool(const GlobalAvgPoolDesc& d) {

@@ -5,6 +5,7 @@
 // activations (ops.h) forward reads and writes bf16; backward runs on the f32 gradients with an
 // f32 primitive whose hint is an f32 forward of the same shape, reading the argmax workspace the
 // bf16 forward wrote (where oneDNN's bf16 and f32 workspaces differ, forward runs in f32 too).
+// u8 activations (int8 inference) are forward only: oneDNN pools the levels themselves.
 #include <unordered_map>
 #include <vector>
 
@@ -139,8 +140,10 @@ Result<std::unique_ptr<OpKernel>> make_pool2d(const Pool2dDesc& d, DnnlContext& 
   const Shape out = d.output();
   if (out.h() <= 0 || out.w() <= 0)
     return error("pool2d: input ", d.input.str(), " is smaller than the window");
-  if (d.activations != DType::f32 && d.activations != DType::bf16)
-    return error("pool2d: activations in ", dtype_name(d.activations), " (f32 or bf16 only)");
+  if (d.activations == DType::u8 && d.training)
+    return error("pool2d: u8 activations are for forward-only (int8 inference) pools");
+  if (d.activations != DType::f32 && d.activations != DType::bf16 && d.activations != DType::u8)
+    return error("pool2d: activations in ", dtype_name(d.activations), " (f32, bf16 or u8 only)");
   return std::unique_ptr<OpKernel>(std::make_unique<PoolKernel>(d, ctx));
 }
 

@@ -7,6 +7,10 @@
 // subtracting 2^23 (f32 keeps no fraction there). No library call (nearbyint is one without
 // SSE4.1), so the compiler vectorizes it (vector_loops.h: for this CPU's widest vectors). NaN
 // becomes 0.
+//
+// A u8 source (requantize) has only 256 values: the kernel quantizes each one's float32 value,
+// level * source_scale, once with the same loop, and then looks every element up in that table.
+#include <array>
 #include <cmath>
 
 #include "backend/cpu/cpu_common.h"
@@ -41,6 +45,34 @@ class QuantizeKernel final : public OpKernel {
   OpBindings b_;
 };
 
+class RequantizeKernel final : public OpKernel {
+ public:
+  explicit RequantizeKernel(const QuantizeDesc& d) : count_(d.input.numel()) {
+    std::array<float, 256> levels{};
+    for (size_t k = 0; k < levels.size(); ++k) levels[k] = static_cast<float>(k) * d.source_scale;
+    quantize_to_u8(levels.data(), table_.data(), static_cast<int64_t>(levels.size()), 1.f / d.scale,
+                   static_cast<float>(d.max_level));
+  }
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("quantize", b, 1, 1, 0, 0));
+    b_ = b;
+    return Status();
+  }
+  void forward(const StepContext&) override {
+    const auto* x = static_cast<const uint8_t*>(b_.inputs[0]);
+    auto* y = static_cast<uint8_t*>(b_.outputs[0]);
+    chunked(count_, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) y[i] = table_[x[i]];
+    });
+  }
+  void backward(const StepContext&) override {}
+
+ private:
+  int64_t count_;
+  std::array<uint8_t, 256> table_{};
+  OpBindings b_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<OpKernel>> make_quantize(const QuantizeDesc& d) {
@@ -48,6 +80,14 @@ Result<std::unique_ptr<OpKernel>> make_quantize(const QuantizeDesc& d) {
     return invalid_argument("quantize: scale ", d.scale, " is not positive and finite");
   if (d.max_level < 1 || d.max_level > 255)
     return invalid_argument("quantize: max_level ", d.max_level, " is not in [1, 255]");
+  if (d.source == DType::u8) {
+    if (!(d.source_scale > 0.f) || !std::isfinite(d.source_scale))
+      return invalid_argument("quantize: source scale ", d.source_scale,
+                              " is not positive and finite");
+    return std::unique_ptr<OpKernel>(std::make_unique<RequantizeKernel>(d));
+  }
+  if (d.source != DType::f32)
+    return invalid_argument("quantize: a ", dtype_name(d.source), " source (f32 or u8 only)");
   return std::unique_ptr<OpKernel>(std::make_unique<QuantizeKernel>(d));
 }
 

@@ -352,6 +352,8 @@ Result<std::unique_ptr<OpKernel>> make_pool2d(const Pool2dDesc& d, CudaContext& 
     return error("pool2d: kernel and stride must be >= 1");
   if (d.input.h() * d.input.w() > INT32_MAX)
     return error("pool2d: image too large for int32 argmax");
+  if (d.activations == DType::u8)
+    return error("pool2d: u8 activations are int8 inference, CPU only");
   return std::unique_ptr<OpKernel>(std::make_unique<PoolKernel>(d, ctx));
 }
 Result<std::unique_ptr<OpKernel>> make_global_avg_pool(const GlobalAvgPoolDesc& d,
@@ -363,6 +365,8 @@ Result<std::unique_ptr<OpKernel>> make_concat(const ConcatDesc& d, CudaContext& 
   if (d.inputs.empty()) return error("concat of no inputs");
   for (const Shape& s : d.inputs)
     if (s.rank() != 4) return error("concat wants NHWC inputs, got ", s.str());
+  if (d.activations == DType::u8)
+    return error("concat: u8 activations are int8 inference, CPU only");
   return std::unique_ptr<OpKernel>(std::make_unique<ConcatKernel>(d, ctx));
 }
 Result<std::unique_ptr<OpKernel>> make_dropout(const DropoutDesc& d, CudaContext& ctx) {
