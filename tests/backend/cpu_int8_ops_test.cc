@@ -576,14 +576,6 @@ std::vector<uint8_t> run_u8(Backend& backend, const OpDesc& desc,
   return y;
 }
 
-std::vector<uint8_t> random_levels(int64_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> level(0, kInt8ActivationMax);
-  std::vector<uint8_t> v(static_cast<size_t>(count));
-  for (uint8_t& q : v) q = static_cast<uint8_t>(level(rng));
-  return v;
-}
-
 // A u8 value moved to another scale is Quantize's formula on its float32 value.
 TEST(CpuQuantize, RequantizesU8AsQuantizeDoesItsFloatValue) {
   auto backend = cpu_backend();
@@ -593,7 +585,7 @@ TEST(CpuQuantize, RequantizesU8AsQuantizeDoesItsFloatValue) {
   d.source_scale = 0.045f;
   for (float scale : {0.06f, 0.03f}) {  // coarser; finer (the top levels clamp)
     d.scale = scale;
-    const auto x = random_levels(d.input.numel(), 8);
+    const auto x = random_activations(d.input.numel(), 8);
     std::vector<uint8_t> expected;
     for (uint8_t q : x)
       expected.push_back(static_cast<uint8_t>(std::clamp(
@@ -615,7 +607,7 @@ TEST(CpuPoolU8, PoolsTheLevelsThemselves) {
   d.padding = Padding::same;
   d.training = false;
   d.activations = DType::u8;
-  const auto x = random_levels(d.input.numel(), 9);
+  const auto x = random_activations(d.input.numel(), 9);
   const int64_t h = d.input.h(), w = d.input.w(), c = d.input.c();
   for (PoolKind kind : {PoolKind::max, PoolKind::avg}) {
     d.kind = kind;
@@ -652,7 +644,8 @@ TEST(CpuConcatU8, ConcatenatesTheChannelsOfEachPixel) {
   ConcatDesc d;
   d.inputs = {Shape{2, 3, 3, 5}, Shape{2, 3, 3, 2}};
   d.activations = DType::u8;
-  const auto a = random_levels(d.inputs[0].numel(), 10), b = random_levels(d.inputs[1].numel(), 11);
+  const auto a = random_activations(d.inputs[0].numel(), 10),
+             b = random_activations(d.inputs[1].numel(), 11);
   std::vector<uint8_t> expected;
   for (int64_t p = 0; p < 18; ++p) {
     expected.insert(expected.end(), a.begin() + p * 5, a.begin() + p * 5 + 5);
