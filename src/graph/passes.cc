@@ -4,27 +4,22 @@
 
 namespace ic {
 
-std::vector<bool> externally_visible(const Graph& graph) {
-  std::vector<bool> visible(graph.values.size(), false);
+std::vector<bool> read_after_forward(const Graph& graph) {
+  std::vector<bool> read(graph.values.size(), false);
   auto mark = [&](ValueId v) {
-    if (v != kNone) visible[static_cast<size_t>(v)] = true;
+    if (v != kNone) read[static_cast<size_t>(v)] = true;
   };
   mark(graph.logits);
   mark(graph.images);
   mark(graph.labels);
   for (ValueId v : graph.losses) mark(v);
-  for (const auto& endpoint : graph.endpoints) mark(endpoint.second);
-  return visible;
+  return read;
 }
 
-std::vector<bool> read_after_forward(const Graph& graph) {
-  Graph without_endpoints;
-  without_endpoints.values.resize(graph.values.size());
-  without_endpoints.logits = graph.logits;
-  without_endpoints.images = graph.images;
-  without_endpoints.labels = graph.labels;
-  without_endpoints.losses = graph.losses;
-  return externally_visible(without_endpoints);
+std::vector<bool> externally_visible(const Graph& graph) {
+  std::vector<bool> visible = read_after_forward(graph);
+  for (const auto& endpoint : graph.endpoints) visible[static_cast<size_t>(endpoint.second)] = true;
+  return visible;
 }
 
 Graph without_nodes(Graph graph, const std::vector<bool>& removed) {

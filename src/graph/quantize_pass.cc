@@ -29,6 +29,11 @@ std::optional<Int8Conv>* int8_slot(Node& node, int64_t* channels) {
 
 }  // namespace
 
+std::optional<Int8Conv>* int8_fields(Node& node) {
+  int64_t channels = 0;
+  return int8_slot(node, &channels);
+}
+
 uint32_t scale_key(float scale) {
   uint32_t bits = 0;
   std::memcpy(&bits, &scale, sizeof bits);
@@ -107,7 +112,7 @@ InferenceGraph write_int8_outputs(InferenceGraph in) {
   std::vector<bool> removed(graph.nodes.size(), false);
   for (Node& quantize : graph.nodes) {
     const auto* q = std::get_if<QuantizeDesc>(&quantize.desc);
-    if (q == nullptr || q->max_level != kInt8ActivationMax) continue;
+    if (q == nullptr || q->source != DType::f32 || q->max_level != kInt8ActivationMax) continue;
     const auto x = static_cast<size_t>(quantize.inputs.at(0));
     const NodeId producer = graph.values[x].producer;
     if (producer == kNone || consumers[x].size() != 1 || visible[x]) continue;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct QuantizationTable {
   int64_t calibration_images = 0;                   // how many images set the input scales
   std::string calibration_data;                     // the files they came from
 };
+
+// The int8 fields of a convolution or dense node (Int8Conv, set when it is int8); nullptr for
+// other ops.
+std::optional<Int8Conv>* int8_fields(Node& node);
 
 // A scale as a map key for (value, scale) pairs: its bits, so only identical scales share a
 // key (a value quantized at two scales is two u8 values).

@@ -18,12 +18,6 @@ const QuantizeDesc* f32_quantize(const Node& node) {
   return q != nullptr && q->source == DType::f32 ? q : nullptr;
 }
 
-std::optional<Int8Conv>* int8_of(Node& node) {
-  if (auto* conv = std::get_if<Conv2dDesc>(&node.desc)) return &conv->int8;
-  if (auto* dense = std::get_if<DenseDesc>(&node.desc)) return &dense->int8;
-  return nullptr;
-}
-
 class U8Dataflow {
  public:
   explicit U8Dataflow(InferenceGraph in)
@@ -77,7 +71,7 @@ class U8Dataflow {
       } else {
         for (ValueId& x : node.inputs) x = resolve(x);
         // An int8 layer whose Quantize node went reads the u8 value at that value's scale.
-        std::optional<Int8Conv>* int8 = int8_of(node);
+        std::optional<Int8Conv>* int8 = int8_fields(node);
         if (int8 != nullptr && *int8) {
           auto known = u8_scale_.find(node.inputs.at(0));
           if (known != u8_scale_.end()) (*int8)->input_scale = known->second;
@@ -101,20 +95,23 @@ class U8Dataflow {
 
   // Whether pool `p`'s readers take u8: all f32 Quantize nodes, pools whose readers do, or (max
   // pools) concatenations that go u8.
+  // Memoized, as u8_concat_scale: both ask about the nodes after them again and again.
   bool pool_readers_take_u8(NodeId p) const {
+    if (auto known = pool_memo_.find(p); known != pool_memo_.end()) return known->second;
     const Node& node = graph_.nodes[static_cast<size_t>(p)];
     const auto* pool = std::get_if<Pool2dDesc>(&node.desc);
-    if (pool == nullptr || pool->training || pool->activations != DType::f32) return false;
     const ValueId y = node.outputs.at(0);
     const std::vector<NodeId>& readers = consumers_[static_cast<size_t>(y)];
-    if (readers.empty() || read_by_caller_[static_cast<size_t>(y)]) return false;
+    bool takes = pool != nullptr && !pool->training && pool->activations == DType::f32 &&
+                 !readers.empty() && !read_by_caller_[static_cast<size_t>(y)];
     for (NodeId reader : readers) {
-      if (f32_quantize(graph_.nodes[static_cast<size_t>(reader)]) != nullptr) continue;
-      if (pool_readers_take_u8(reader)) continue;  // a pool after it (Inception's Branch_3)
-      if (pool->kind == PoolKind::max && u8_concat_scale(reader)) continue;
-      return false;
+      if (!takes) break;
+      takes = f32_quantize(graph_.nodes[static_cast<size_t>(reader)]) != nullptr ||
+              pool_readers_take_u8(reader) ||  // a pool after it (Inception's Branch_3)
+              (pool->kind == PoolKind::max && u8_concat_scale(reader));
     }
-    return true;
+    pool_memo_[p] = takes;
+    return takes;
   }
 
   // The scale pool `p` pools u8 at, when it goes u8: its input's, which is a u8 concatenation,
@@ -204,6 +201,7 @@ class U8Dataflow {
   const std::vector<std::vector<NodeId>> consumers_;
   const std::vector<bool> read_by_caller_;
   mutable std::map<NodeId, std::optional<float>> concat_memo_;
+  mutable std::map<NodeId, bool> pool_memo_;
   std::map<ValueId, ValueId> alias_;   // a removed Quantize node's output -> what replaces it
   std::map<ValueId, float> u8_scale_;  // every u8 value so far -> its scale
   std::map<std::pair<ValueId, uint32_t>, ValueId> quantized_;  // (value, scale) -> its u8 form

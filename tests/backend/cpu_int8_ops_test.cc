@@ -47,10 +47,16 @@ class Int8Runner {
   std::vector<uint8_t> run_bytes(const std::vector<uint8_t>& x,
                                  const std::vector<std::vector<float>>& params,
                                  size_t output_bytes) {
+    return run_bytes(std::vector<std::vector<uint8_t>>{x}, params, output_bytes);
+  }
+  // Several u8 inputs (a concatenation).
+  std::vector<uint8_t> run_bytes(const std::vector<std::vector<uint8_t>>& xs,
+                                 const std::vector<std::vector<float>>& params,
+                                 size_t output_bytes) {
     if (!kernel_) return {};
     buffers_.clear();
     OpBindings b;
-    b.inputs = {upload(x.data(), x.size())};
+    for (const std::vector<uint8_t>& x : xs) b.inputs.push_back(upload(x.data(), x.size()));
     for (const auto& p : params) b.params.push_back(upload(p.data(), p.size() * 4));
     b.outputs = {alloc(output_bytes)};
     if (kernel_->workspace_bytes()) b.workspace = alloc(kernel_->workspace_bytes());
@@ -549,33 +555,6 @@ TEST(CpuQuantize, MatchesReferenceAtArbitraryScale) {
   EXPECT_EQ(run_quantize(*backend, d, x), expected);
 }
 
-// A forward-only kernel of `desc` on u8 inputs, returning `out_bytes` bytes of its output.
-std::vector<uint8_t> run_u8(Backend& backend, const OpDesc& desc,
-                            const std::vector<std::vector<uint8_t>>& inputs, size_t out_bytes) {
-  auto kernel = backend.compile(desc);
-  EXPECT_TRUE(kernel.ok()) << kernel.status().message();
-  if (!kernel.ok()) return {};
-  std::vector<DeviceBuffer> buffers;
-  OpBindings b;
-  for (const std::vector<uint8_t>& x : inputs) {
-    buffers.push_back(backend.allocate(std::max<size_t>(x.size(), 64)).value());
-    backend.upload(buffers.back().data(), x.data(), x.size());
-    b.inputs.push_back(buffers.back().data());
-  }
-  buffers.push_back(backend.allocate(std::max<size_t>(out_bytes, 64)).value());
-  b.outputs = {buffers.back().data()};
-  const size_t workspace = kernel.value()->workspace_bytes();
-  if (workspace > 0) {
-    buffers.push_back(backend.allocate(workspace).value());
-    b.workspace = buffers.back().data();
-  }
-  EXPECT_TRUE(kernel.value()->bind(b).ok());
-  kernel.value()->forward(StepContext{});
-  std::vector<uint8_t> y(out_bytes);
-  backend.download(y.data(), b.outputs[0], y.size());
-  return y;
-}
-
 // A u8 value moved to another scale is Quantize's formula on its float32 value.
 TEST(CpuQuantize, RequantizesU8AsQuantizeDoesItsFloatValue) {
   auto backend = cpu_backend();
@@ -590,7 +569,7 @@ TEST(CpuQuantize, RequantizesU8AsQuantizeDoesItsFloatValue) {
     for (uint8_t q : x)
       expected.push_back(static_cast<uint8_t>(std::clamp(
           std::nearbyint(static_cast<float>(q) * d.source_scale * (1.f / scale)), 0.f, 127.f)));
-    EXPECT_EQ(run_u8(*backend, d, {x}, x.size()), expected) << scale;
+    EXPECT_EQ(Int8Runner(*backend, d).run_bytes(x, {}, x.size()), expected) << scale;
   }
   d.source_scale = 0.f;
   EXPECT_FALSE(backend->compile(d).ok());
@@ -629,7 +608,7 @@ TEST(CpuPoolU8, PoolsTheLevelsThemselves) {
                     ? top
                     : std::nearbyint(static_cast<float>(sum) / static_cast<float>(count))));
           }
-    const std::vector<uint8_t> got = run_u8(*backend, d, {x}, x.size());
+    const std::vector<uint8_t> got = Int8Runner(*backend, d).run_bytes(x, {}, x.size());
     ASSERT_EQ(got.size(), expected.size());
     int64_t off = 0;
     for (size_t i = 0; i < got.size(); ++i) off += got[i] != expected[i];
@@ -651,7 +630,7 @@ TEST(CpuConcatU8, ConcatenatesTheChannelsOfEachPixel) {
     expected.insert(expected.end(), a.begin() + p * 5, a.begin() + p * 5 + 5);
     expected.insert(expected.end(), b.begin() + p * 2, b.begin() + p * 2 + 2);
   }
-  EXPECT_EQ(run_u8(*backend, d, {a, b}, expected.size()), expected);
+  EXPECT_EQ(Int8Runner(*backend, d).run_bytes({a, b}, {}, expected.size()), expected);
 }
 
 }  // namespace
