@@ -16,7 +16,8 @@ max |logits_qdq - logits_float32| <= --max_logit_error times
 max |logits_float32| (int8 is an approximation; the bound is relative to the logits' range);
 the top-1 class agrees on every image whose float32 top-1/top-2 margin is larger than twice
 that bound (where it is smaller, int8 may pick the runner-up); `classes` is argmax(logits);
-the batch is dynamic. Prints the figures. Any failure raises (non-zero exit).
+the batch is dynamic: each image run alone meets the same bounds. Prints the figures. Any
+failure raises (non-zero exit).
 """
 
 import argparse
@@ -90,10 +91,17 @@ def compare(args):
         raise SystemExit(f"top-1 differs on clear-margin images {np.where(clear & ~agree)[0].tolist()}")
     if not np.array_equal(classes, logits.argmax(axis=1)):
         raise SystemExit("classes is not the argmax of the logits")
+    # Each image alone is held to the same bound against float32, not to the batch's logits:
+    # ONNX Runtime's int8 run rounds an activation to the neighbouring level depending on how
+    # the batch is split among its threads (measured: 1.8 of 132 on one resnet50 image with 2
+    # threads, 1e-4 with 1), and a level's difference grows through the layers after it.
     for i in range(images.shape[0]):
-        _, _, one = qdq.run(None, {"images": images[i : i + 1]})
-        if np.abs(one[0] - logits[i]).max() > 1e-5 * max(scale, 1.0):
-            raise SystemExit(f"image {i} alone gives other logits than in the batch")
+        _, one_class, one = qdq.run(None, {"images": images[i : i + 1]})
+        one_error = float(np.abs(one[0].astype(np.float64) - ref[i]).max())
+        if not one_error <= bound:
+            raise SystemExit(f"image {i} alone: max |dlogit| {one_error} is over {bound}")
+        if clear[i] and one_class[0] != ref[i].argmax():
+            raise SystemExit(f"image {i} alone: top-1 {one_class[0]}, float32 {ref[i].argmax()}")
     print(f"{args.qdq}: ONNX Runtime's QDQ run agrees with the float32 export")
 
 

@@ -77,7 +77,7 @@ py=$venv/bin/python
 export TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES=""
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"' EXIT
 # A tiny deterministic model: one compute thread, one input thread, a fixed seed.
 tiny=(--mode=train --use_data=fake --use_tpu=False --width=75 --height=75 --depth_multiplier=0.25
       --num_classes=10 --iterations=2 --train_batch_size=4 --save_checkpoints_secs=0
