@@ -34,8 +34,8 @@ for mode in train infer; do
       line=$(measure "$bench" --mode=$mode --batch="$batch" --size="$size" --threads="$threads" --steps="$steps")
     else
       # The peer gets its best of libgomp's default waiting and our short spin.
-      line=$(measure "$python" bench/torch_inception_v3_cpu.py --mode=$mode --batch="$batch" --size="$size" --threads="$threads" --steps="$steps")
-      spin=$(GOMP_SPINCOUNT=20000 measure "$python" bench/torch_inception_v3_cpu.py --mode=$mode --batch="$batch" --size="$size" --threads="$threads" --steps="$steps")
+      line=$(measure "$python" bench/peers/torch_model.py --mode=$mode --batch="$batch" --size="$size" --threads="$threads" --steps="$steps")
+      spin=$(GOMP_SPINCOUNT=20000 measure "$python" bench/peers/torch_model.py --mode=$mode --batch="$batch" --size="$size" --threads="$threads" --steps="$steps")
       echo "torch (default waiting): $line"
       echo "torch (GOMP_SPINCOUNT=20000): $spin"
       if awk -v a="$(sed -E 's/.*_images_per_sec=([0-9.]+).*/\1/' <<<"$spin")" \

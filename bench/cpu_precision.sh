@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Inception v3 (299x299) on the CPU in reduced precision, ours against its peers, one run on one
-# machine with the same threads. Prints the machine (uptime, CPU model, its ISA flags), then
-# images/sec as min/median/max over REPEATS back-to-back runs, and ours / peer at the same
-# precision and batch (medians):
+# One model (MODEL, default Inception v3 at 299x299) on the CPU in each precision, ours against
+# its peers, one run on one machine with the same threads. Prints the machine (uptime, CPU model,
+# its ISA flags), then images/sec as min/median/max over REPEATS back-to-back runs, ours /
+# peer at the same precision and batch (medians), and for ours the achieved GFLOP/s and GB/s
+# (inception_bench: Graph::multiply_adds and Graph::bytes_accessed at the median rate):
 #   ours        float32 / bfloat16 / int8 inference at batch 1, 8, 32; float32 / bfloat16 training
 #               at batch 32 (inception_bench; its int8 scales come from random data: speed only)
 #   torch       float32 / bfloat16 (autocast), channels_last, training and inference
-#               (bench/torch_inception_v3_cpu.py)
-#   tensorflow  float32 / mixed_bfloat16, training and inference (bench/peers/tf_inception_v3.py)
+#               (bench/peers/torch_model.py: torchvision's network of the same architecture)
+#   tensorflow  float32 / mixed_bfloat16, training and inference (bench/peers/tf_model.py:
+#               the Keras application)
 #   onnxruntime float32 on our ONNX export; openvino float32, its default precision, and int8
-#               through NNCF post-training quantization (bench/peers/onnx_inception_v3.py)
+#               through NNCF post-training quantization (bench/peers/onnx_model.py)
 # The peers run from a virtual environment made once from the pinned PyPI packages of
 # bench/peers/requirements.txt (scripts/python_venv.sh). A peer that cannot run (not installed,
 # fails) is reported as missing with its reason; the rest of the run goes on.
@@ -17,32 +19,45 @@
 #   bench/cpu_precision.sh                     (build/bin/inception_bench, built if needed)
 #   QUICK=1 bench/cpu_precision.sh             checks the script: batch 1 and 8, 2 steps, 1 repeat
 #   env: BUILD=build THREADS=2 SIZE=299 REPEATS=3 STEPS=5 WARMUP=2 SKIP_BUILD=1 PYTHON=python3
+#        MODEL=inception_v3 (SIZE defaults to 299 for inception_*, else 224)
+#        PRECISIONS="float32 bfloat16 int8" (ours and the peers; training leaves out int8)
+#        PEERS="torch tensorflow onnxruntime openvino" (the ones to run)
+#        INFER_BATCHES="1 8 32" TRAIN_BATCH=32
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 build=${BUILD:-build}
 threads=${THREADS:-2}
-size=${SIZE:-299}
+model=${MODEL:-inception_v3}
+size=${SIZE:-$([[ $model == inception_* ]] && echo 299 || echo 224)}
+read -r -a precisions <<<"${PRECISIONS:-float32 bfloat16 int8}"
+read -r -a peers <<<"${PEERS:-torch tensorflow onnxruntime openvino}"
 if [[ ${QUICK:-0} == 1 ]]; then
-  infer_batches=(1 8)
-  train_batch=8
+  read -r -a infer_batches <<<"${INFER_BATCHES:-1 8}"
+  train_batch=${TRAIN_BATCH:-8}
   steps=${STEPS:-2}
   warmup=${WARMUP:-1}
   repeats=${REPEATS:-1}
 else
-  infer_batches=(1 8 32)
-  train_batch=32
+  read -r -a infer_batches <<<"${INFER_BATCHES:-1 8 32}"
+  train_batch=${TRAIN_BATCH:-32}
   steps=${STEPS:-5}
   warmup=${WARMUP:-2}
   repeats=${REPEATS:-3}
 fi
+train_precisions=()
+for precision in "${precisions[@]}"; do
+  [[ $precision == int8 ]] || train_precisions+=("$precision")
+done
+# wanted LIST WORD: whether WORD is in the space-separated LIST.
+wanted() { [[ " $1 " == *" $2 "* ]]; }
 export OMP_NUM_THREADS=$threads TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES=""
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 source bench/machine.sh
 print_machine
-echo "threads=$threads size=${size}x$size steps=$steps warmup=$warmup repeats=$repeats"
+echo "model=$model threads=$threads size=${size}x$size steps=$steps warmup=$warmup repeats=$repeats"
 
 [[ ${SKIP_BUILD:-0} == 1 ]] || cmake --build "$build" --target inception_bench >/dev/null || {
   echo "cpu_precision: FAILED: cannot build inception_bench in $build" >&2
@@ -52,6 +67,7 @@ bench=$build/bin/inception_bench
 
 declare -A runs     # "who precision mode batch" -> images/sec of each repeat, space separated
 declare -A chosen   # the same key -> the precision a peer chose itself (OpenVINO's default)
+declare -A per_image  # the same key (ours) -> "GFLOP GB" one image takes (inception_bench)
 missing=()          # "who: why" lines
 miss() {
   missing+=("$1")
@@ -77,19 +93,25 @@ measure() {
     echo "$key: $out"
     runs[$key]+="$rate "
     chosen[$key]=$(sed -nE 's/.*precision=default\(([a-z0-9]+)\).*/\1/p' <<<"$out" | tail -n 1)
+    if [[ $out =~ gflops=([0-9.]+).*gbytes_per_sec=([0-9.]+) ]]; then
+      per_image[$key]=$(awk -v r="$rate" -v f="${BASH_REMATCH[1]}" -v b="${BASH_REMATCH[2]}" \
+        'BEGIN { print f / r, b / r }')
+    fi
   done
 }
 
 echo "== ours"
-for precision in float32 bfloat16 int8; do
+for precision in "${precisions[@]}"; do
   for batch in "${infer_batches[@]}"; do
-    measure "ours $precision infer $batch" "$bench" --mode=infer --precision=$precision \
-      --batch="$batch" --size="$size" --threads="$threads" --warmup="$warmup" --steps="$steps"
+    measure "ours $precision infer $batch" "$bench" --model="$model" --mode=infer \
+      --precision=$precision --batch="$batch" --size="$size" --threads="$threads" \
+      --warmup="$warmup" --steps="$steps"
   done
 done
-for precision in float32 bfloat16; do
-  measure "ours $precision train $train_batch" "$bench" --mode=train --precision=$precision \
-    --batch="$train_batch" --size="$size" --threads="$threads" --warmup="$warmup" --steps="$steps"
+for precision in "${train_precisions[@]}"; do
+  measure "ours $precision train $train_batch" "$bench" --model="$model" --mode=train \
+    --precision=$precision --batch="$train_batch" --size="$size" --threads="$threads" \
+    --warmup="$warmup" --steps="$steps"
 done
 
 echo "== peers"
@@ -107,55 +129,59 @@ has() {
   return 1
 }
 
-if has "torch, torchvision" torch; then
+if wanted "${peers[*]}" torch && has "torch, torchvision" torch; then
   echo "torch $("$py" -c 'import torch; print(torch.__version__)')"
-  for precision in float32 bfloat16; do
+  for precision in "${train_precisions[@]}"; do
     flag=$([[ $precision == bfloat16 ]] && echo --bf16)
     for batch in "${infer_batches[@]}"; do
-      measure "torch $precision infer $batch" "$py" bench/torch_inception_v3_cpu.py --mode=infer \
-        $flag --batch="$batch" --size="$size" --threads="$threads" --warmup="$warmup" --steps="$steps"
-    done
-    measure "torch $precision train $train_batch" "$py" bench/torch_inception_v3_cpu.py \
-      --mode=train $flag --batch="$train_batch" --size="$size" --threads="$threads" \
-      --warmup="$warmup" --steps="$steps"
-  done
-fi
-
-if has tensorflow tensorflow; then
-  echo "tensorflow $("$py" -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null)"
-  for precision in float32 bfloat16; do
-    for batch in "${infer_batches[@]}"; do
-      measure "tensorflow $precision infer $batch" "$py" bench/peers/tf_inception_v3.py \
-        --mode=infer --precision=$precision --batch="$batch" --size="$size" --threads="$threads" \
+      measure "torch $precision infer $batch" "$py" bench/peers/torch_model.py --model="$model" \
+        --mode=infer $flag --batch="$batch" --size="$size" --threads="$threads" \
         --warmup="$warmup" --steps="$steps"
     done
-    measure "tensorflow $precision train $train_batch" "$py" bench/peers/tf_inception_v3.py \
-      --mode=train --precision=$precision --batch="$train_batch" --size="$size" \
+    measure "torch $precision train $train_batch" "$py" bench/peers/torch_model.py \
+      --model="$model" --mode=train $flag --batch="$train_batch" --size="$size" \
       --threads="$threads" --warmup="$warmup" --steps="$steps"
   done
 fi
 
-onnx=$work/inception_v3.onnx
-if [[ -n $py ]] && ! "$bench" --mode=infer --batch=1 --size="$size" --write_onnx="$onnx" \
-  >/dev/null 2>"$work/err"; then
+if wanted "${peers[*]}" tensorflow && has tensorflow tensorflow; then
+  echo "tensorflow $("$py" -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null)"
+  for precision in "${train_precisions[@]}"; do
+    for batch in "${infer_batches[@]}"; do
+      measure "tensorflow $precision infer $batch" "$py" bench/peers/tf_model.py --model="$model" \
+        --mode=infer --precision=$precision --batch="$batch" --size="$size" --threads="$threads" \
+        --warmup="$warmup" --steps="$steps"
+    done
+    measure "tensorflow $precision train $train_batch" "$py" bench/peers/tf_model.py \
+      --model="$model" --mode=train --precision=$precision --batch="$train_batch" --size="$size" \
+      --threads="$threads" --warmup="$warmup" --steps="$steps"
+  done
+fi
+
+onnx=""
+if wanted "${peers[*]}" onnxruntime || wanted "${peers[*]}" openvino; then onnx=$work/$model.onnx; fi
+if [[ -n $py && -n $onnx ]] && ! "$bench" --model="$model" --mode=infer --batch=1 --size="$size" \
+  --write_onnx="$onnx" >/dev/null 2>"$work/err"; then
   miss "onnxruntime, openvino: inception_bench --write_onnx failed: $(tail -n 1 "$work/err")"
   onnx=""
 fi
-if [[ -n $onnx ]] && has onnxruntime onnxruntime; then
+if [[ -n $onnx ]] && wanted "${peers[*]}" onnxruntime && wanted "${precisions[*]}" float32 &&
+  has onnxruntime onnxruntime; then
   echo "onnxruntime $("$py" -c 'import onnxruntime; print(onnxruntime.__version__)')"
   for batch in "${infer_batches[@]}"; do
-    measure "onnxruntime float32 infer $batch" "$py" bench/peers/onnx_inception_v3.py \
+    measure "onnxruntime float32 infer $batch" "$py" bench/peers/onnx_model.py \
       --onnx="$onnx" --runtime=onnxruntime --batch="$batch" --size="$size" --threads="$threads" \
       --warmup="$warmup" --steps="$steps"
   done
 fi
-if [[ -n $onnx ]] && has openvino openvino; then
+if [[ -n $onnx ]] && wanted "${peers[*]}" openvino && has openvino openvino; then
   echo "openvino $("$py" -c 'import openvino; print(openvino.__version__)')"
-  ov_precisions=(float32 default)
-  if has nncf "openvino int8 (NNCF)"; then ov_precisions+=(int8); fi
+  ov_precisions=(default)
+  if wanted "${precisions[*]}" float32; then ov_precisions+=(float32); fi
+  if wanted "${precisions[*]}" int8 && has nncf "openvino int8 (NNCF)"; then ov_precisions+=(int8); fi
   for precision in "${ov_precisions[@]}"; do
     for batch in "${infer_batches[@]}"; do
-      measure "openvino $precision infer $batch" "$py" bench/peers/onnx_inception_v3.py \
+      measure "openvino $precision infer $batch" "$py" bench/peers/onnx_model.py \
         --onnx="$onnx" --runtime=openvino --precision=$precision --batch="$batch" \
         --size="$size" --threads="$threads" --warmup="$warmup" --steps="$steps"
     done
@@ -168,9 +194,10 @@ spread() {
     END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print v[1], m, v[NR] }'
 }
 
-echo "== images/sec (min / median / max over $repeats) and ours / peer (medians)"
+echo "== $model: images/sec (min / median / max over $repeats), ours / peer (medians); ours:" \
+  "GFLOP/s and GB/s at the median"
 printf '%-12s %-9s %-6s %5s %10s %10s %10s   %s\n' who precision mode batch min median max \
-  "ours/peer"
+  "ours/peer or GFLOP/s GB/s"
 mapfile -t keys < <(printf '%s\n' "${!runs[@]}" | sort -k3,3 -k4,4n -k2,2 -k1,1)
 for key in "${keys[@]}"; do
   read -r who precision mode batch <<<"$key"
@@ -187,6 +214,10 @@ for key in "${keys[@]}"; do
     read -r _ ours_mid _ <<<"$(spread "${runs[$ours_key]}")"
     ratio=$(awk -v o="$ours_mid" -v p="$mid" 'BEGIN { printf "%.2fx", o / p }')
     [[ $precision == default ]] && ratio+=" (vs ours $ours_precision: it chose ${chosen[$key]:-?})"
+  fi
+  if [[ $who == ours && -n ${per_image[$key]:-} ]]; then
+    ratio=$(awk -v m="$mid" -v c="${per_image[$key]}" \
+      'BEGIN { split(c, f, " "); printf "%.0f GFLOP/s %.1f GB/s", m * f[1], m * f[2] }')
   fi
   printf '%-12s %-9s %-6s %5s %10.2f %10.2f %10.2f   %s\n' "$who" "$precision" "$mode" "$batch" \
     "$lo" "$mid" "$hi" "$ratio"

@@ -1,6 +1,6 @@
 // Times our training step and inference pass for one model on synthetic data, the way
 // bench/cpu_inception_v3.sh compares them with PyTorch: same batch, threads and optimizer.
-// Prints one "ours <what>_images_per_sec=... gflops=... precision=..." line.
+// Prints one "ours <what>_images_per_sec=... gflops=... gbytes_per_sec=... precision=..." line.
 //
 //   inception_bench --mode=train|infer --model=inception_v3 --batch=32 --size=299
 //                   --threads=2 --warmup=2 --steps=5 [--precision=float32|bfloat16|int8]
@@ -279,7 +279,12 @@ int main(int argc, char** argv) {
   // Training is about 3x the forward pass's FLOPs (forward, backward data, backward weights).
   const double forward_flops = 2.0 * static_cast<double>(executed.multiply_adds()) / a.batch;
   const double gflops = images_per_sec * forward_flops * (training ? 3.0 : 1.0) / 1e9;
-  std::printf("ours %s_images_per_sec=%.3f gflops=%.1f precision=%s\n",
-              training ? "train" : "infer", images_per_sec, gflops, precision_note.c_str());
+  // Memory traffic the same way: Graph::bytes_accessed (every op's values and parameters, no
+  // cache reuse between ops), which bounds depthwise and elementwise layers.
+  const double forward_bytes = static_cast<double>(executed.bytes_accessed()) / a.batch;
+  const double gbytes = images_per_sec * forward_bytes * (training ? 3.0 : 1.0) / 1e9;
+  std::printf("ours %s_images_per_sec=%.3f gflops=%.1f gbytes_per_sec=%.1f precision=%s\n",
+              training ? "train" : "infer", images_per_sec, gflops, gbytes,
+              precision_note.c_str());
   return 0;
 }

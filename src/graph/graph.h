@@ -72,6 +72,11 @@ struct Graph {
   ParamId find_param(const std::string& name) const;  // kNone if absent
   int64_t trainable_parameter_count() const;
   int64_t multiply_adds() const;  // one forward pass, whole batch
+  // Bytes one forward pass reads and writes if nothing stays in cache between ops: every node's
+  // input and output values at their dtypes plus its parameters as float32 (ParamInfo has no
+  // storage type). For a memory-bound op (depthwise, pooling, elementwise) the achieved GB/s
+  // is this over the time taken.
+  int64_t bytes_accessed() const;
 };
 
 // Builds a Graph one op at a time, inferring each output's shape. Methods that create

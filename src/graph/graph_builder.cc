@@ -29,6 +29,18 @@ int64_t Graph::multiply_adds() const {
   return total;
 }
 
+int64_t Graph::bytes_accessed() const {
+  int64_t total = 0;
+  for (const Node& node : nodes) {
+    for (const std::vector<ValueId>* ids : {&node.inputs, &node.outputs})
+      for (ValueId v : *ids)
+        total += values[v].shape.numel() * static_cast<int64_t>(dtype_size(values[v].dtype));
+    for (const std::vector<ParamId>* ids : {&node.params, &node.state})
+      for (ParamId p : *ids) total += params[p].shape.numel() * int64_t{sizeof(float)};
+  }
+  return total;
+}
+
 ValueId GraphBuilder::add_value(const std::string& name, Shape shape, DType dtype,
                                 NodeId producer) {
   graph_.values.push_back(ValueInfo{name, std::move(shape), dtype, producer});

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""The PyTorch peer for bench/cpu_inception_v3.sh: torchvision's inception_v3 on the CPU.
+"""The PyTorch peer of the CPU benchmarks: a torchvision model on the CPU, random weights.
 
-Measures training (RMSProp, channels_last, aux logits on, label smoothing 0.1) and inference
-images/sec at the given batch and threads, and prints one line per figure:
+--model names one of ours (MODELS: the torchvision network of the same architecture, with our
+model's class count). Measures training (RMSProp with TF-slim's settings, as inception_bench
+trains every model; channels_last; label smoothing 0.1; inception_v3 with its aux logits at
+0.4) or inference images/sec at the given batch and threads, and prints one line:
     torch train_images_per_sec=...
     torch infer_images_per_sec=...
 Peak RSS is measured from outside (/usr/bin/time) by the calling script.
@@ -13,9 +15,20 @@ import time
 import torch
 import torchvision
 
+# Our model name -> (torchvision constructor, class count of our model's defaults).
+MODELS = {
+    "inception_v3": ("inception_v3", 1001),
+    "resnet50": ("resnet50", 1000),
+    "mobilenet_v2": ("mobilenet_v2", 1001),
+    "efficientnet_b0": ("efficientnet_b0", 1000),
+    "densenet121": ("densenet121", 1000),
+    "squeezenet1_1": ("squeezenet1_1", 1000),
+}
+
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--model", choices=sorted(MODELS), default="inception_v3")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--size", type=int, default=299)
@@ -26,11 +39,13 @@ def main():
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=False,
-                                            num_classes=1001)
+    constructor, classes = MODELS[a.model]
+    extra = {"aux_logits": True, "init_weights": False} if a.model == "inception_v3" else {}
+    model = getattr(torchvision.models, constructor)(weights=None, num_classes=classes, **extra)
+    aux_weight = 0.4 if a.model == "inception_v3" else 0.0
     model = model.to(memory_format=torch.channels_last)
     x = torch.rand(a.batch, 3, a.size, a.size).to(memory_format=torch.channels_last) * 2 - 1
-    y = torch.randint(1, 1001, (a.batch,))
+    y = torch.randint(1, classes, (a.batch,))
     loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
     if a.mode == "train":
         model.train()
@@ -40,8 +55,12 @@ def main():
         def step():
             opt.zero_grad(set_to_none=True)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
-                out, aux = model(x)
-                loss = loss_fn(out.float(), y) + 0.4 * loss_fn(aux.float(), y)
+                out = model(x)
+                if aux_weight:
+                    out, aux = out
+                    loss = loss_fn(out.float(), y) + aux_weight * loss_fn(aux.float(), y)
+                else:
+                    loss = loss_fn(out.float(), y)
             loss.backward()
             opt.step()
     else:

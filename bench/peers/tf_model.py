@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The TensorFlow peer for bench/cpu_precision.sh: Keras' InceptionV3 on the CPU.
+"""The TensorFlow peer of the CPU benchmarks: a Keras application model on the CPU.
 
-Random weights, 1001 classes, NHWC images in [-1, 1]. Training: RMSProp (TF-slim's settings),
+--model names one of ours (MODELS: the Keras application of the same architecture, with our
+model's class count). Random weights, NHWC images in [-1, 1]. Training: RMSProp (TF-slim's settings),
 label smoothing 0.1, one compiled train step (tf.function, jit off: XLA's CPU path is not what
 TensorFlow users run). Inference: the model called with training=False in a tf.function.
 --precision=bfloat16 sets the mixed_bfloat16 Keras policy (variables f32, compute bf16).
@@ -15,9 +16,19 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
+# Our model name -> (keras.applications constructor, class count of our model's defaults).
+MODELS = {
+    "inception_v3": ("InceptionV3", 1001),
+    "resnet50": ("ResNet50", 1000),
+    "mobilenet_v2": ("MobileNetV2", 1001),
+    "efficientnet_b0": ("EfficientNetB0", 1000),
+    "densenet121": ("DenseNet121", 1000),
+}
+
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--model", choices=sorted(MODELS), default="inception_v3")
     p.add_argument("--mode", choices=["train", "infer"], default="infer")
     p.add_argument("--precision", choices=["float32", "bfloat16"], default="float32")
     p.add_argument("--batch", type=int, default=32)
@@ -35,15 +46,16 @@ def main():
     if a.precision == "bfloat16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     keras.utils.set_random_seed(0)
-    model = keras.applications.InceptionV3(weights=None, classes=1001,
-                                           input_shape=(a.size, a.size, 3),
-                                           classifier_activation=None)
+    constructor, classes = MODELS[a.model]
+    model = getattr(keras.applications, constructor)(weights=None, classes=classes,
+                                                     input_shape=(a.size, a.size, 3),
+                                                     classifier_activation=None)
     x = tf.random.uniform((a.batch, a.size, a.size, 3), -1.0, 1.0)
-    y = tf.random.uniform((a.batch,), 1, 1001, dtype=tf.int32)
+    y = tf.random.uniform((a.batch,), 1, classes, dtype=tf.int32)
     if a.mode == "train":
         opt = keras.optimizers.RMSprop(learning_rate=0.01, rho=0.9, momentum=0.9, epsilon=1.0)
         loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=0.1)
-        labels = tf.one_hot(y, 1001)
+        labels = tf.one_hot(y, classes)
 
         @tf.function
         def step():

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The ONNX Runtime and OpenVINO peers for bench/cpu_precision.sh, on our ONNX export.
+"""The ONNX Runtime and OpenVINO peers of the CPU benchmarks, on our ONNX export of a model.
 
-The model is `inception_bench --mode=infer --write_onnx=PATH` (random weights, input "images"
-NHWC f32 in [-1, 1], dynamic batch). Each runs inference only, at the given batch and threads:
+The model is `inception_bench --model=M --mode=infer --write_onnx=PATH` (random weights, input
+"images" NHWC f32 in [-1, 1], dynamic batch). Each runs inference only, at the given batch and threads:
     --runtime=onnxruntime --precision=float32   all graph optimizations, intra-op threads
     --runtime=openvino    --precision=float32   INFERENCE_PRECISION_HINT f32
     --runtime=openvino    --precision=default   OpenVINO's own choice for this CPU (printed)
