@@ -238,13 +238,15 @@ int main(int argc, char** argv) {
     if (!c.ok()) return fail(c.status());
     compiled = std::move(*c);
     std::fprintf(stderr,
-                 "inference graph: %d batch norms folded, %d ReLUs fused, %d average pools "
+                 "inference graph: %d batch norms folded, %d ReLUs and %d other activations "
+                 "fused, %d average pools "
                  "after their 1x1 convolution, %d values in bf16 (%d casts), %d int8 "
                  "convolutions writing u8, %d pools and %d concatenations on u8 (%d "
                  "requantized); %s\n",
                  inference->stats.folded_batch_norm, inference->stats.fused_conv_relu,
-                 inference->stats.pools_after_conv, inference->stats.bf16_activations,
-                 inference->stats.casts, inference->stats.int8_outputs, inference->stats.u8_pools,
+                 inference->stats.fused_conv_activation, inference->stats.pools_after_conv,
+                 inference->stats.bf16_activations, inference->stats.casts,
+                 inference->stats.int8_outputs, inference->stats.u8_pools,
                  inference->stats.u8_concats, inference->stats.requantized,
                  compiled->summary().c_str());
     executed = inference->graph;
@@ -284,7 +286,6 @@ int main(int argc, char** argv) {
   const double forward_bytes = static_cast<double>(executed.bytes_accessed()) / a.batch;
   const double gbytes = images_per_sec * forward_bytes * (training ? 3.0 : 1.0) / 1e9;
   std::printf("ours %s_images_per_sec=%.3f gflops=%.1f gbytes_per_sec=%.1f precision=%s\n",
-              training ? "train" : "infer", images_per_sec, gflops, gbytes,
-              precision_note.c_str());
+              training ? "train" : "infer", images_per_sec, gflops, gbytes, precision_note.c_str());
   return 0;
 }

@@ -14,14 +14,22 @@ namespace ic {
 
 namespace {
 
-// Whether every element of `value` is >= 0 whatever the weights: a ReLU's output, or what
-// pooling, concatenation, dropout and reshapes make of such outputs.
+// Whether an activation function's output is never negative (ReLU6's and sigmoid's; swish
+// dips below 0).
+bool non_negative_function(Activation f) { return f != Activation::swish; }
+
+// Whether every element of `value` is >= 0 whatever the weights: a ReLU's, ReLU6's or
+// sigmoid's output, or what pooling, concatenation, dropout and reshapes make of such outputs.
 bool non_negative(const Graph& graph, ValueId value) {
   const NodeId producer = graph.values[static_cast<size_t>(value)].producer;
   if (producer == kNone) return false;  // a graph input: the images, in [-1, 1]
   const Node& node = graph.nodes[static_cast<size_t>(producer)];
-  if (const auto* conv = std::get_if<Conv2dDesc>(&node.desc)) return conv->fused_relu;
+  if (const auto* conv = std::get_if<Conv2dDesc>(&node.desc))
+    return conv->fused_relu ||
+           (conv->fused_activation && non_negative_function(*conv->fused_activation));
   if (const auto* add = std::get_if<AddDesc>(&node.desc)) return add->fused_relu;
+  if (const auto* act = std::get_if<ActivationDesc>(&node.desc))
+    return non_negative_function(act->function);
   if (std::holds_alternative<ReluDesc>(node.desc)) return true;
   const bool keeps_sign = std::holds_alternative<Pool2dDesc>(node.desc) ||
                           std::holds_alternative<GlobalAvgPoolDesc>(node.desc) ||

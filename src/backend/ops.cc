@@ -67,12 +67,41 @@ bool conv_timing_enabled(const Conv2dDesc& desc) {
   return env == nullptr || std::strcmp(env, "0") != 0;
 }
 
+Status check_conv_post_ops(const Conv2dDesc& d) {
+  if (d.fused_relu && d.fused_activation)
+    return error("conv2d: a fused ReLU and a fused ", activation_name(*d.fused_activation),
+                 " together (one post-op activation at most)");
+  if (d.training && (d.fused_relu || d.fused_activation))
+    return error("conv2d: a fused ",
+                 d.fused_activation ? activation_name(*d.fused_activation) : "ReLU",
+                 " is forward only (its backward would need the convolution's output before it); "
+                 "training convolutions are followed by their batch norm and activation instead");
+  return Status();
+}
+
 namespace {
+
+// A convolution's name: [kind][post-op], kind float/grouped/int8, post-op none, relu, then
+// Activation's relu6, sigmoid, swish.
+constexpr const char* kConvNames[3][5] = {
+    {"conv2d", "conv2d+relu", "conv2d+relu6", "conv2d+sigmoid", "conv2d+swish"},
+    {"grouped_conv2d", "grouped_conv2d+relu", "grouped_conv2d+relu6", "grouped_conv2d+sigmoid",
+     "grouped_conv2d+swish"},
+    {"conv2d_int8", "conv2d_int8+relu", "conv2d_int8+relu6", "conv2d_int8+sigmoid",
+     "conv2d_int8+swish"},
+};
+
+static_assert(static_cast<int>(Activation::relu6) == 0 &&
+              static_cast<int>(Activation::sigmoid) == 1 &&
+              static_cast<int>(Activation::swish) == 2);
+
 struct OpNamer {
   const char* operator()(const Conv2dDesc& d) const {
-    if (d.groups > 1 && !d.int8) return d.fused_relu ? "grouped_conv2d+relu" : "grouped_conv2d";
-    if (d.int8) return d.fused_relu ? "conv2d_int8+relu" : "conv2d_int8";
-    return d.fused_relu ? "conv2d+relu" : "conv2d";
+    const int kind = d.int8 ? 2 : d.groups > 1 ? 1 : 0;
+    const int post = d.fused_activation ? 2 + static_cast<int>(*d.fused_activation)
+                     : d.fused_relu     ? 1
+                                        : 0;
+    return kConvNames[kind][post];
   }
   const char* operator()(const BatchNormDesc& d) const {
     return d.fused_relu ? "batch_norm+relu" : "batch_norm";

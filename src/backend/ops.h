@@ -15,11 +15,18 @@
 #include <variant>
 #include <vector>
 
+#include "core/status.h"
 #include "core/tensor.h"
 
 namespace ic {
 
 enum class Padding { same, valid };
+
+// Elementwise activations (ActivationDesc, and a convolution's fused_activation):
+//   relu6:   min(max(x, 0), 6)      (gradient passes where 0 < x < 6, as TensorFlow's Relu6Grad)
+//   sigmoid: 1 / (1 + exp(-x))
+//   swish:   x * sigmoid(x)         (Keras' swish / SiLU)
+enum class Activation { relu6, sigmoid, swish };
 
 // TensorFlow's output size and padding: SAME gives ceil(in / stride) and puts the smaller
 // half of the padding before (top/left), the larger after.
@@ -35,7 +42,7 @@ Pads tf_pads(int64_t in_h, int64_t in_w, int kernel_h, int kernel_w, int stride_
 //   - the f32 weights (params, HWIO / [K,M]) are quantized per output channel c, once, when the
 //     kernel first converts them: q = clamp(round_half_even(w / weight_scales[c]), -127, 127);
 //   - the s32 sum over x * q is multiplied by input_scale * weight_scales[c] (f32), the f32
-//     bias is added, then the ReLU post-op if fused_relu; y is f32.
+//     bias is added, then the ReLU or fused_activation post-op; y is f32.
 // The integer part (the s32 sums) is exact on every CPU: activations use 7 bits so that x86's
 // u8 x s8 pair instruction without VNNI (vpmaddubsw, which saturates at 16 bits) never
 // saturates: 2 * 127 * 127 < 32767.
@@ -50,7 +57,7 @@ struct Int8Conv {
   std::optional<float> output_scale = std::nullopt;
 };
 
-// y = conv(x, w) (+ b) (then max(y, 0) if fused_relu).
+// y = conv(x, w) (+ b) (then max(y, 0) if fused_relu, or fused_activation's f(y)).
 // in: x[N,H,W,Ci]  params: w[kh,kw,Ci/groups,Co] (+ b[Co])  out: y[N,Ho,Wo,Co]
 // Grouped (groups > 1): the channels split into `groups` equal runs; output channels
 // [g*Co/G, (g+1)*Co/G) read only input channels [g*Ci/G, (g+1)*Ci/G) (TensorFlow's grouped
@@ -73,6 +80,10 @@ struct Conv2dDesc {
   // The ReLU after the convolution, in the same pass (oneDNN post-op; cuDNN + a ReLU
   // kernel). Forward only: a training conv with it is refused (its backward would need a mask).
   bool fused_relu = false;
+  // Another activation after the convolution (and its bias), in the same pass: a oneDNN
+  // eltwise post-op; cuDNN runs the activation kernel on the output. Forward only, like
+  // fused_relu, and not together with it (graph/inference_passes.h fuses one or the other).
+  std::optional<Activation> fused_activation = std::nullopt;
   // Forward only: the weights (and bias) do not change after the first forward() (an
   // inference graph's folded values), so a backend may convert them into its own format once.
   bool constant_weights = false;
@@ -94,6 +105,10 @@ struct Conv2dDesc {
 // it: IC_CONV_TIMING=0 turns timing off everywhere (runs that need one fixed implementation,
 // hence bit-identical results from run to run). Training convolutions are never timed.
 bool conv_timing_enabled(const Conv2dDesc& desc);
+
+// Fails for post-ops a convolution cannot have: a fused ReLU or activation on a training
+// convolution (their backward would need the output before them), or both at once.
+Status check_conv_post_ops(const Conv2dDesc& desc);
 
 // Batch normalisation over N,H,W per channel, then optionally ReLU (fused).
 // in: x   params: beta[C] (+ gamma[C] if has_gamma)   state: moving_mean[C], moving_variance[C]
@@ -117,11 +132,7 @@ struct ReluDesc {
   DType activations = DType::f32;  // x and y (f32 or bf16)
 };
 
-// in: x  out: y = f(x), elementwise:
-//   relu6:   min(max(x, 0), 6)      (gradient passes where 0 < x < 6, as TensorFlow's Relu6Grad)
-//   sigmoid: 1 / (1 + exp(-x))
-//   swish:   x * sigmoid(x)         (Keras' swish / SiLU)
-enum class Activation { relu6, sigmoid, swish };
+// in: x  out: y = f(x), elementwise, with f one of Activation (above).
 struct ActivationDesc {
   Shape input;
   Activation function = Activation::relu6;

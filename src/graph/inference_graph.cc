@@ -60,7 +60,7 @@ Result<InferenceGraph> prepare_inference_graph(const Graph& graph, const ParamSo
     IC_ASSIGN_OR_RETURN(inference, fold_batch_norm(inference.graph, inference.values));
     inference.stats.removed_identity_dropout += before.removed_identity_dropout;
     inference.stats.removed_dead_nodes += before.removed_dead_nodes;
-    inference = fuse_conv_relu(std::move(inference));
+    inference = fuse_conv_activations(std::move(inference));
     // Not for int8: its calibrated input scales are the pools' outputs'.
     if (!options.int8) inference = pool_after_pointwise_conv(std::move(inference));
   }

@@ -16,7 +16,8 @@ const std::vector<float>* optional_values(const ParamValues& values, const Node&
 }
 
 // The convolution producing `v` when it is one that a following per-channel op may be folded
-// or fused into: no ReLU after it yet, `v` read by exactly one node, not read by the caller.
+// or fused into: no activation after it yet, `v` read by exactly one node, not read by the
+// caller.
 Node* foldable_conv(Graph& graph, ValueId v, const std::vector<std::vector<NodeId>>& consumers,
                     const std::vector<bool>& visible) {
   const auto index = static_cast<size_t>(v);
@@ -24,7 +25,7 @@ Node* foldable_conv(Graph& graph, ValueId v, const std::vector<std::vector<NodeI
   if (producer == kNone || consumers[index].size() != 1 || visible[index]) return nullptr;
   Node& node = graph.nodes[static_cast<size_t>(producer)];
   const auto* conv = std::get_if<Conv2dDesc>(&node.desc);
-  if (conv == nullptr || conv->fused_relu) return nullptr;
+  if (conv == nullptr || conv->fused_relu || conv->fused_activation) return nullptr;
   return &node;
 }
 
@@ -119,26 +120,34 @@ Result<InferenceGraph> fold_batch_norm(const Graph& graph, const ParamValues& va
   return out;
 }
 
-InferenceGraph fuse_conv_relu(InferenceGraph in) {
+InferenceGraph fuse_conv_activations(InferenceGraph in) {
   if (in.graph.training) return in;
   const auto consumers = value_consumers(in.graph);
   const auto visible = externally_visible(in.graph);
   std::vector<bool> removed(in.graph.nodes.size(), false);
-  int fused = 0;
+  int relus = 0, activations = 0;
   for (size_t i = 0; i < in.graph.nodes.size(); ++i) {
-    const Node& relu = in.graph.nodes[i];
-    if (!std::holds_alternative<ReluDesc>(relu.desc)) continue;
-    Node* conv_node = foldable_conv(in.graph, relu.inputs.at(0), consumers, visible);
+    const Node& node = in.graph.nodes[i];
+    const bool relu = std::holds_alternative<ReluDesc>(node.desc);
+    const auto* activation = std::get_if<ActivationDesc>(&node.desc);
+    if (!relu && activation == nullptr) continue;
+    Node* conv_node = foldable_conv(in.graph, node.inputs.at(0), consumers, visible);
     if (conv_node == nullptr) continue;
     auto& conv = std::get<Conv2dDesc>(conv_node->desc);
-    conv.fused_relu = true;
+    if (relu) {
+      conv.fused_relu = true;
+      ++relus;
+    } else {
+      conv.fused_activation = activation->function;
+      ++activations;
+    }
     conv.training = false;
-    conv_node->outputs[0] = relu.outputs.at(0);
+    conv_node->outputs[0] = node.outputs.at(0);
     removed[i] = true;
-    ++fused;
   }
-  if (fused == 0) return in;
-  in.stats.fused_conv_relu += fused;
+  if (relus + activations == 0) return in;
+  in.stats.fused_conv_relu += relus;
+  in.stats.fused_conv_activation += activations;
   in.graph = without_nodes(std::move(in.graph), removed);
   return in;
 }
@@ -157,8 +166,9 @@ const Node* pointwise_reader(const Graph& graph, const Node& pool,
   if (consumers[out].size() != 1 || visible[out]) return nullptr;
   const Node& reader = graph.nodes[static_cast<size_t>(consumers[out][0])];
   const auto* conv = std::get_if<Conv2dDesc>(&reader.desc);
-  if (conv == nullptr || conv->int8 || conv->kernel_h != 1 || conv->kernel_w != 1 ||
-      conv->stride_h != 1 || conv->stride_w != 1 || reader.inputs.at(0) != pool.outputs[0])
+  if (conv == nullptr || conv->int8 || conv->fused_activation || conv->kernel_h != 1 ||
+      conv->kernel_w != 1 || conv->stride_h != 1 || conv->stride_w != 1 ||
+      reader.inputs.at(0) != pool.outputs[0])
     return nullptr;
   return conv->out_channels < conv->input.c() ? &reader : nullptr;
 }

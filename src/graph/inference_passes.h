@@ -20,6 +20,7 @@ struct InferencePassStats {
   int removed_dead_nodes = 0;        // nodes neither the logits nor a loss needs (aux heads)
   int folded_batch_norm = 0;         // BatchNorm nodes folded into the convolution before them
   int fused_conv_relu = 0;           // ReLUs that became their convolution's post-op
+  int fused_conv_activation = 0;     // ReLU6, sigmoid and swish nodes that became one
   int pools_after_conv = 0;          // average pools moved after their 1x1 convolution
   int removed_params = 0;            // parameters no node reads any more
   int bf16_activations = 0;          // values held in bf16 (graph/precision_pass.h)
@@ -50,10 +51,11 @@ Status check_param_values(const Graph& graph, const ParamValues& values);
 // and for a moving variance with variance + epsilon <= 0.
 Result<InferenceGraph> fold_batch_norm(const Graph& graph, const ParamValues& values);
 
-// A convolution without a fused ReLU whose output only a Relu reads (and the caller does not)
-// gets the ReLU as its post-op and writes the Relu's output; the Relu goes. Inference graphs
-// only (a training graph comes back as it is).
-InferenceGraph fuse_conv_relu(InferenceGraph in);
+// A convolution without a fused activation whose output only a Relu or an Activation node
+// (ReLU6, sigmoid, swish) reads (and the caller does not) gets it as its post-op and writes its
+// output; the Relu or Activation node goes. Inference graphs only (a training graph comes back
+// as it is).
+InferenceGraph fuse_conv_activations(InferenceGraph in);
 
 // An average pool of stride 1 whose output only a 1x1, stride-1 convolution with fewer output
 // than input channels reads (and the caller does not) runs after that convolution instead:

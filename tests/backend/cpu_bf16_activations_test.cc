@@ -22,6 +22,7 @@ namespace {
 
 using testing::cpu_backend;
 using testing::random_vec;
+using testing::rounded_to_bf16;
 using testing::Vec;
 
 // Why the pooling and batch-norm tests skip on a CPU without AVX-512.
@@ -30,11 +31,6 @@ constexpr const char* kNoBf16Kernels =
     "float32 activations on it)";
 
 constexpr double kBf16Rounding = 1.0 / 256;  // 2^-8: half an ulp of bf16 relative to 1 is 2^-9
-
-Vec rounded_to_bf16(Vec v) {
-  for (double& x : v) x = bf16_to_float(float_to_bf16(static_cast<float>(x)));
-  return v;
-}
 
 // Runs `desc` forward on `backend` with the activations in `in_type` and the outputs read back
 // as `out_type` (each f32 or bf16), params in f32.

@@ -1,7 +1,7 @@
 // Forward-only kernels on the CPU backend (what inference graphs compile): convolution with a
-// bias and the fused ReLU post-op, constant weights converted once, the implementation chosen
-// by timing; pooling and dense on forward_inference. All against the double-precision
-// reference.
+// bias and the fused ReLU, ReLU6, sigmoid or swish post-op, constant weights converted once, the
+// implementation chosen by timing; pooling and dense on forward_inference. All against the
+// double-precision reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@ using testing::expect_near;
 using testing::OpHarness;
 using testing::OpRun;
 using testing::random_vec;
+using testing::rounded_to_bf16;
 using testing::Vec;
 
 struct InferenceCase {
@@ -54,8 +55,7 @@ Conv2dDesc inference_conv(const InferenceCase& c, bool relu, bool constant, bool
 OpRun forward_run(const Conv2dDesc& d, uint32_t seed) {
   OpRun run;
   run.inputs = {random_vec(d.input.numel(), seed)};
-  run.params = {random_vec(d.kernel_h * d.kernel_w * d.input.c() * d.out_channels, seed + 1),
-                random_vec(d.out_channels, seed + 2)};
+  run.params = {random_vec(d.weight_count(), seed + 1), random_vec(d.out_channels, seed + 2)};
   run.output_sizes = {size_t(d.output().numel())};
   return run;
 }
@@ -64,13 +64,17 @@ Vec reference(const Conv2dDesc& d, const OpRun& run) {
   Vec y = ref::conv2d_forward(d, run.inputs[0], run.params[0], run.params[1]);
   if (d.fused_relu)
     for (double& v : y) v = std::max(v, 0.0);
+  if (d.fused_activation) y = ref::activation_forward(*d.fused_activation, y);
   return y;
 }
 
 std::string conv_name(const Conv2dDesc& d) {
   return d.input.str() + " k" + std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) +
-         " s" + std::to_string(d.stride_h) + (d.fused_relu ? " relu" : "") +
-         (d.constant_weights ? " constant" : "") + (d.time_algorithms ? " timed" : "");
+         " s" + std::to_string(d.stride_h) + " g" + std::to_string(d.groups) +
+         (d.fused_relu ? " relu" : "") +
+         (d.fused_activation ? std::string(" ") + activation_name(*d.fused_activation) : "") +
+         (d.constant_weights ? " constant" : "") + (d.time_algorithms ? " timed" : "") +
+         (d.compute == DType::bf16 ? " bf16" : "");
 }
 
 TEST(CpuInferenceConv, BiasAndReluPostOpMatchReference) {
@@ -186,13 +190,61 @@ TEST(CpuInferenceConv, TimedChoiceIsValidAndAgrees) {
   }
 }
 
-TEST(CpuInferenceConv, FusedReluNeedsForwardOnly) {
+// ReLU6, sigmoid and swish as the convolution's post-op (MobileNet's and EfficientNet's
+// inference graphs): plain, depthwise and grouped convolutions, fixed and timed, in float32 and
+// computing in bf16 (where the CPU has bf16 dot products, against the reference on x and w
+// rounded to bf16).
+TEST(CpuInferenceConv, FusedActivationsMatchReference) {
+  auto backend = cpu_backend();
+  uint32_t seed = 1300;
+  for (Activation f : {Activation::relu6, Activation::sigmoid, Activation::swish})
+    for (int64_t groups : {int64_t{1}, int64_t{12}, int64_t{3}})
+      for (DType compute : {DType::f32, DType::bf16}) {
+        Conv2dDesc d = inference_conv({{2, 9, 7, 12}, 12, 3, 3, groups == 1 ? 2 : 1, Padding::same},
+                                      false, true, /*timed=*/groups == 1);
+        d.groups = groups;
+        d.fused_activation = f;
+        d.compute = compute;
+        SCOPED_TRACE(conv_name(d));
+        OpHarness h(*backend, d);
+        ASSERT_TRUE(h.ok());
+        OpRun run = forward_run(d, seed += 10);
+        // ReLU6 clips at 6: scale the input up so that part of the output lies above it.
+        for (double& v : run.inputs[0]) v *= 4.0;
+        h.run(run);
+        // In bf16 the kernel reads x and w rounded to bf16 and sums in f32.
+        OpRun rounded = run;
+        if (compute == DType::bf16 && backend->has_native_bf16()) {
+          rounded.inputs[0] = rounded_to_bf16(run.inputs[0]);
+          rounded.params[0] = rounded_to_bf16(run.params[0]);
+        }
+        const Vec want = reference(d, rounded);
+        expect_near(run.outputs[0], want, 1e-4, 1e-4, "conv+activation y");
+        if (f == Activation::relu6) {
+          EXPECT_GT(std::count_if(want.begin(), want.end(), [](double v) { return v >= 6.0; }), 0);
+        }
+      }
+}
+
+TEST(CpuInferenceConv, FusedPostOpsNeedForwardOnlyAndOneActivation) {
   auto backend = cpu_backend();
   Conv2dDesc d = inference_conv(kInferenceCases[0], true, false, false);
   d.training = true;
   auto kernel = backend->compile(d);
   ASSERT_FALSE(kernel.ok());
   EXPECT_NE(kernel.status().message().find("forward only"), std::string::npos)
+      << kernel.status().message();
+  d.fused_relu = false;
+  d.fused_activation = Activation::swish;
+  kernel = backend->compile(d);
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_NE(kernel.status().message().find("swish is forward only"), std::string::npos)
+      << kernel.status().message();
+  d.training = false;
+  d.fused_relu = true;
+  kernel = backend->compile(d);
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_NE(kernel.status().message().find("together"), std::string::npos)
       << kernel.status().message();
 }
 

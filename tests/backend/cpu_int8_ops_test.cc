@@ -302,6 +302,28 @@ TEST(CpuInt8Conv, ArbitraryScalesAndBiasWithinOneInAMillion) {
     }
 }
 
+// ReLU6, sigmoid and swish post-ops (a MobileNet or EfficientNet layer in int8): the activation
+// of the rescaled sums plus bias, within 1e-6 of the magnitudes summed as above.
+TEST(CpuInt8Conv, FusedActivationsFollowTheRescaledSums) {
+  auto backend = cpu_backend();
+  uint32_t seed = 700;
+  for (const Int8ConvCase& c : {kConvCases[1], kConvCases[7]})
+    for (Activation f : {Activation::relu6, Activation::sigmoid, Activation::swish}) {
+      Conv2dDesc d = int8_conv(c, arbitrary_scales(c.filters, seed++), true, false);
+      d.fused_activation = f;
+      const auto x = random_activations(d.input.numel(), seed++);
+      const auto w = random_floats(weight_count(d), seed++, -1.f, 1.f);
+      const auto bias = random_floats(c.filters, seed++, -2.f, 2.f);
+      const auto sums = reference_conv_sums(d, x, reference_weights(w, d.int8->weight_scales));
+      Rescaled want = rescale(sums, *d.int8, &bias, false);
+      for (float& v : want.y) v = static_cast<float>(ref::activation_value(f, v));
+      Int8Runner runner(*backend, d);
+      ASSERT_NE(runner.kernel(), nullptr) << int8_conv_name(d);
+      const auto y = runner.run(x, {w, bias}, static_cast<size_t>(d.output().numel()));
+      expect_close(y, want, int8_conv_name(d) + " " + activation_name(f));
+    }
+}
+
 // The extremes: x = 127 everywhere and q = +-127, where a 16-bit pair sum would saturate
 // if activations used 8 bits.
 TEST(CpuInt8Conv, ExtremeValuesDoNotSaturate) {

@@ -122,6 +122,23 @@ TEST_F(CudaVsCpu, Conv2dForwardOnlyWithBiasAndRelu) {
   }
 }
 
+// The model zoo's post-ops (MobileNet's ReLU6, EfficientNet's swish and sigmoid) on a plain and
+// a depthwise convolution, forward only, against the CPU's oneDNN post-op.
+TEST_F(CudaVsCpu, Conv2dForwardOnlyWithFusedActivation) {
+  for (Activation f : {Activation::relu6, Activation::sigmoid, Activation::swish})
+    for (int64_t groups : {int64_t{1}, int64_t{16}}) {
+      Conv2dDesc d = conv({2, 8, 8, 16}, 16, 3, 3, 1, Padding::same, true);
+      d.groups = groups;
+      d.training = false;
+      d.fused_activation = f;
+      d.constant_weights = true;
+      OpRun run = conv_run(d, 70);
+      for (double& v : run.inputs[0]) v *= 4.0;  // part of ReLU6's output above 6
+      run.output_grads.clear();
+      compare(d, run, 1e-4, 1e-4);
+    }
+}
+
 BatchNormDesc bn(Shape in, bool gamma, bool relu, bool training) {
   BatchNormDesc d;
   d.input = in;

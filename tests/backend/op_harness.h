@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/tensor.h"
 #include "reference/reference_ops.h"
 
 namespace ic::testing {
@@ -31,6 +32,12 @@ inline Vec random_vec(size_t n, uint32_t seed, double lo = -1.0, double hi = 1.0
   std::uniform_real_distribution<double> dist(lo, hi);
   Vec v(n);
   for (double& x : v) x = static_cast<float>(dist(gen));  // exactly representable in f32
+  return v;
+}
+
+// Each value rounded to the nearest bfloat16, as a kernel computing in bf16 reads it.
+inline Vec rounded_to_bf16(Vec v) {
+  for (double& x : v) x = bf16_to_float(float_to_bf16(static_cast<float>(x)));
   return v;
 }
 

@@ -146,5 +146,66 @@ INSTANTIATE_TEST_SUITE_P(Models, TinyNetworks,
                                            TinyNet{"resnet50", 64}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// The model zoo's activations (MobileNet's ReLU6, EfficientNet's swish and its squeeze-and-
+// excitation's sigmoid) become their convolution's post-op: no such node is left where a
+// convolution alone feeds it, and the logits are the evaluation graph's within 1e-5.
+struct ZooNet {
+  const char* name;
+  const char* activation;  // the op name of what the pass fuses
+};
+
+class ZooActivations : public ::testing::TestWithParam<ZooNet> {};
+
+TEST_P(ZooActivations, FuseIntoTheirConvolutions) {
+  const ZooNet net = GetParam();
+  auto backend = testing::test_cpu_backend();
+  ASSERT_NE(backend, nullptr);
+  ModelOptions o = default_model_options(net.name).value();
+  o.batch_size = 2;
+  o.height = o.width = 64;
+  o.num_classes = 10;
+  o.depth_multiplier = 0.5f;
+  o.training = false;
+  o.build_losses = false;
+  const Graph graph = build_model(o).value();
+  const ParamValues values = testing::random_param_values(graph, 17);
+  auto inference = prepare_inference_graph(graph, testing::source_of(graph, values), {});
+  ASSERT_TRUE(inference.ok()) << inference.status().message();
+  const Graph& f = inference->graph;
+  // Each activation node is either left (it reads something other than a convolution alone)
+  // or now a convolution's post-op; the model's main one is fused somewhere.
+  int fused = 0, main_fused = 0;
+  for (const std::string a : {"relu6", "sigmoid", "swish"}) {
+    const int in_convs = count_ops(f, "conv2d+" + a) + count_ops(f, "grouped_conv2d+" + a);
+    EXPECT_EQ(count_ops(f, a) + in_convs, count_ops(graph, a)) << a;
+    fused += in_convs;
+    if (a == net.activation) main_fused = in_convs;
+  }
+  EXPECT_EQ(fused, inference->stats.fused_conv_activation);
+  EXPECT_GT(main_fused, 0);
+
+  auto params = upload_params(*backend, *inference);
+  ASSERT_TRUE(params.ok()) << params.status().message();
+  auto compiled = CompiledGraph::compile(f, *backend, params->layout, params->binding());
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  const std::vector<float> images = testing::random_images(graph, 5);
+  backend->upload((*compiled)->images(), images.data(), images.size() * sizeof(float));
+  (*compiled)->forward({});
+  std::vector<float> logits(static_cast<size_t>(o.batch_size * o.num_classes));
+  backend->download(logits.data(), (*compiled)->logits(), logits.size() * sizeof(float));
+  const std::vector<float> unfused = testing::run_graph(*backend, graph, values, images);
+  const double worst = testing::expect_relative(logits, unfused, 1e-5, "logits");
+  std::printf(
+      "%s: %d activations fused (%d of %d %s), worst |fused - unfused| / max|logit| = "
+      "%.2e\n",
+      net.name, fused, main_fused, count_ops(graph, net.activation), net.activation, worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ZooActivations,
+                         ::testing::Values(ZooNet{"mobilenet_v1", "relu6"},
+                                           ZooNet{"mobilenet_v2", "relu6"},
+                                           ZooNet{"efficientnet_b0", "swish"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 }  // namespace
 }  // namespace ic

@@ -170,8 +170,8 @@ class ConvKernel final : public OpKernel {
     return made;
   }
 
-  // Creates the primitives: forward (with the ReLU post-op when fused), and for training the
-  // two backward ones.
+  // Creates the primitives: forward (with the ReLU or activation post-op when fused), and for
+  // training the two backward ones.
   void build() {
     const Conv2dDesc& d = d_;
     const dt ct = plan_.compute;
@@ -193,11 +193,10 @@ class ConvKernel final : public OpKernel {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (!d.training) {
       dnnl::primitive_attr fwd_attr = attr;
-      if (d.fused_relu) {
-        dnnl::post_ops relu;
-        relu.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
-        fwd_attr.set_post_ops(relu);
-      }
+      dnnl::post_ops post;
+      if (d.fused_relu) post.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+      if (d.fused_activation) append_activation(post, *d.fused_activation);
+      if (post.len() > 0) fwd_attr.set_post_ops(post);
       fwd_pd_ = convolution_forward::primitive_desc(
           convolution_forward::desc(prop_kind::forward_inference, plan_.alg, x, w_any, b, y,
                                     strides, pad_l, pad_r),
@@ -346,8 +345,10 @@ std::string plan_key(const Conv2dDesc& d) {
          " " + std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) + " s" +
          std::to_string(d.stride_h) + "x" + std::to_string(d.stride_w) +
          (d.padding == Padding::same ? " same" : " valid") + (d.has_bias ? " bias" : "") +
-         (d.fused_relu ? " relu" : "") + (d.constant_weights ? " const" : "") + " " +
-         dtype_name(d.compute) + " in " + dtype_name(d.activations);
+         (d.fused_relu ? " relu" : "") +
+         (d.fused_activation ? std::string(" ") + activation_name(*d.fused_activation) : "") +
+         (d.constant_weights ? " const" : "") + " " + dtype_name(d.compute) + " in " +
+         dtype_name(d.activations);
 }
 
 // Seconds of one forward: the faster of two runs, on scratch buffers.
@@ -483,14 +484,12 @@ Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& 
   if (out.h() <= 0 || out.w() <= 0)
     return error("conv2d: input ", d.input.str(), " is smaller than the ", d.kernel_h, "x",
                  d.kernel_w, " kernel");
+  IC_RETURN_IF_ERROR(check_conv_post_ops(d));
   if (d.int8) return make_int8_conv2d(d, ctx);  // int8 replaces `compute`
   if (d.compute != DType::f32 && d.compute != DType::bf16)
     return error("conv2d: compute type ", dtype_name(d.compute), " is not supported");
   if (d.activations != DType::f32 && d.activations != DType::bf16)
     return error("conv2d: activations in ", dtype_name(d.activations), " (f32 or bf16 only)");
-  if (d.training && d.fused_relu)
-    return error("conv2d: a fused ReLU is forward only (its backward would need a mask); ",
-                 "training convolutions are followed by batch norm + ReLU instead");
   if (!conv_timing_enabled(d)) return std::unique_ptr<OpKernel>(default_kernel(d, ctx));
   IC_ASSIGN_OR_RETURN(const ConvPlan plan, timed_plan(d, ctx));
   return std::unique_ptr<OpKernel>(std::make_unique<ConvKernel>(d, ctx, plan));

@@ -183,6 +183,16 @@ Result<std::unique_ptr<OpKernel>> make_pad(const PadDesc& d);
 dnnl::memory::desc conv_weights_md(const Conv2dDesc& d, dt type, tag format);
 // int8 layers (ops.h's Int8Conv; int8_kernels.cc): make_conv2d / make_dense call these when the
 // desc's `int8` is set, after checking the shapes.
+// oneDNN's eltwise algorithm, alpha and beta for an Activation: the activation kernel and a
+// convolution's fused_activation post-op compute the same function.
+struct EltwiseAlgorithm {
+  dnnl::algorithm alg;
+  float alpha, beta;
+};
+EltwiseAlgorithm eltwise_algorithm(Activation function);
+// Appends `function` to `post` as an eltwise post-op.
+void append_activation(dnnl::post_ops& post, Activation function);
+
 Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_int8_dense(const DenseDesc& d, DnnlContext& ctx);
 

@@ -11,16 +11,10 @@
 #include "backend/cpu/cpu_common.h"
 
 namespace ic::cpu {
-namespace {
 
 using dnnl::algorithm;
 using dnnl::memory;
 using dnnl::prop_kind;
-
-struct EltwiseAlgorithm {
-  algorithm alg;
-  float alpha, beta;
-};
 
 EltwiseAlgorithm eltwise_algorithm(Activation function) {
   switch (function) {
@@ -30,6 +24,13 @@ EltwiseAlgorithm eltwise_algorithm(Activation function) {
   }
   return {algorithm::eltwise_logistic, 0.f, 0.f};
 }
+
+void append_activation(dnnl::post_ops& post, Activation function) {
+  const EltwiseAlgorithm a = eltwise_algorithm(function);
+  post.append_eltwise(1.f, a.alg, a.alpha, a.beta);
+}
+
+namespace {
 
 class ActivationKernel final : public OpKernel {
  public:

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -146,7 +147,8 @@ Status check_int8(const char* op, bool training, const Int8Conv& q, int64_t chan
 
 // Output scales input_scale * weight_scales[c] (f32, as Int8Conv says), then the bias as a
 // binary add and the ReLU, both after the scales; a user-managed scratchpad.
-dnnl::primitive_attr int8_attributes(const Int8Conv& q, const Int8Layout& layout, bool relu) {
+dnnl::primitive_attr int8_attributes(const Int8Conv& q, const Int8Layout& layout, bool relu,
+                                     std::optional<Activation> activation) {
   std::vector<float> scales(q.weight_scales.size());
   for (size_t c = 0; c < scales.size(); ++c) scales[c] = q.input_scale * q.weight_scales[c];
   dnnl::primitive_attr attr;
@@ -155,6 +157,7 @@ dnnl::primitive_attr int8_attributes(const Int8Conv& q, const Int8Layout& layout
   dnnl::post_ops post;
   if (layout.has_bias) post.append_binary(algorithm::binary_add, layout.bias);
   if (relu) post.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+  if (activation) append_activation(post, *activation);
   if (q.output_scale) {
     post.append_eltwise(1.f, algorithm::eltwise_linear, 1.f / *q.output_scale, 0.f);
     post.append_eltwise(1.f, algorithm::eltwise_clip, 0.f, static_cast<float>(kInt8ActivationMax));
@@ -184,7 +187,7 @@ Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlCont
             memory::desc(wdims, dt::s8, tag::any), memory::desc(),
             nhwc_md(d.output(), d.int8->output_scale ? dt::u8 : dt::f32), {d.stride_h, d.stride_w},
             {pads.top, pads.left}, {pads.bottom, pads.right}),
-        int8_attributes(*d.int8, layout, d.fused_relu), ctx.engine);
+        int8_attributes(*d.int8, layout, d.fused_relu, d.fused_activation), ctx.engine);
     return std::unique_ptr<OpKernel>(std::make_unique<Int8Kernel>(
         ctx, layout, d.int8->weight_scales, pd, dnnl::convolution_forward(pd)));
   } catch (const dnnl::error& e) {
@@ -211,7 +214,7 @@ Result<std::unique_ptr<OpKernel>> make_int8_dense(const DenseDesc& d, DnnlContex
             prop_kind::forward_inference, memory::desc({d.batch, d.in_features}, dt::u8, tag::nc),
             memory::desc(wdims, dt::s8, tag::any), memory::desc(),
             memory::desc({d.batch, d.out_features}, dt::f32, tag::nc)),
-        int8_attributes(*d.int8, layout, false), ctx.engine);
+        int8_attributes(*d.int8, layout, false, std::nullopt), ctx.engine);
     return std::unique_ptr<OpKernel>(std::make_unique<Int8Kernel>(
         ctx, layout, d.int8->weight_scales, pd, dnnl::inner_product_forward(pd)));
   } catch (const dnnl::error& e) {

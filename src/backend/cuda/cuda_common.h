@@ -114,6 +114,8 @@ Result<std::unique_ptr<OpKernel>> make_softmax_cross_entropy(const SoftmaxCrossE
                                                              CudaContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_reshape(const ReshapeDesc& d, CudaContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_activation(const ActivationDesc& d, CudaContext& ctx);
+// The launchers' name for an activation (cuda_kernels.h keeps ops.h out of the .cu files).
+ActFn act_fn(Activation function);
 Result<std::unique_ptr<OpKernel>> make_channel_scale(const ChannelScaleDesc& d, CudaContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_pad(const PadDesc& d, CudaContext& ctx);
 

@@ -148,6 +148,9 @@ class Conv2dKernel final : public OpKernel {
     else if (bias)
       IC_CUDA_RECORD(ctx_, launch_bias_add(out, bias, out_.n * out_.h * out_.w, co_, s));
     if (d_.fused_relu) IC_CUDA_RECORD(ctx_, launch_relu_forward(out, out, out_.numel(), s));
+    if (d_.fused_activation)
+      IC_CUDA_RECORD(
+          ctx_, launch_activation_forward(out, out, out_.numel(), act_fn(*d_.fused_activation), s));
   }
 
   void backward(const StepContext&) override {
@@ -280,8 +283,7 @@ Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, CudaContext& 
       d.out_channels % d.groups != 0)
     return error("conv2d: ", d.groups, " groups do not divide input ", d.input.str(), " and ",
                  d.out_channels, " filters");
-  if (d.training && d.fused_relu)
-    return error("conv2d: a fused ReLU is forward only (its backward would need a mask)");
+  IC_RETURN_IF_ERROR(check_conv_post_ops(d));
   auto kernel = std::make_unique<Conv2dKernel>(d, ctx);
   IC_RETURN_IF_ERROR(kernel->init());
   return std::unique_ptr<OpKernel>(std::move(kernel));

@@ -5,6 +5,16 @@
 #include "backend/cuda/cuda_common.h"
 
 namespace ic::cuda {
+
+ActFn act_fn(Activation function) {
+  switch (function) {
+    case Activation::relu6: return ActFn::relu6;
+    case Activation::sigmoid: return ActFn::sigmoid;
+    case Activation::swish: return ActFn::swish;
+  }
+  return ActFn::relu6;
+}
+
 namespace {
 
 // The parts every simple kernel shares: the context, the bindings, error recording.
@@ -255,15 +265,6 @@ class ReshapeKernel final : public SimpleKernel {
   }
   size_t bytes_;
 };
-
-ActFn act_fn(Activation function) {
-  switch (function) {
-    case Activation::relu6: return ActFn::relu6;
-    case Activation::sigmoid: return ActFn::sigmoid;
-    case Activation::swish: return ActFn::swish;
-  }
-  return ActFn::relu6;
-}
 
 class ActivationKernel final : public SimpleKernel {
  public:
