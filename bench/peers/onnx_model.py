@@ -19,6 +19,8 @@ import time
 
 import numpy as np
 
+from peer_common import add_run_arguments
+
 
 def onnxruntime_runner(a):
     import onnxruntime as ort
@@ -58,11 +60,7 @@ def main():
     p.add_argument("--onnx", required=True)
     p.add_argument("--runtime", choices=["onnxruntime", "openvino"], required=True)
     p.add_argument("--precision", choices=["float32", "default", "int8"], default="float32")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--size", type=int, default=299)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--steps", type=int, default=5)
+    add_run_arguments(p)
     a = p.parse_args()
     if a.runtime == "onnxruntime" and a.precision != "float32":
         p.error("onnxruntime runs the float32 export only")

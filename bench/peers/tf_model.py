@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The TensorFlow peer of the CPU benchmarks: a Keras application model on the CPU.
 
---model names one of ours (MODELS: the Keras application of the same architecture, with our
-model's class count). Random weights, NHWC images in [-1, 1]. Training: RMSProp (TF-slim's settings),
-label smoothing 0.1, one compiled train step (tf.function, jit off: XLA's CPU path is not what
+--model names one of ours (peer_common.MODELS: the Keras application of the same architecture,
+with our model's class count). Random weights, NHWC images in [-1, 1]. Training: RMSProp
+(TF-slim's settings), label smoothing 0.1, one compiled train step (tf.function, jit off: XLA's CPU path is not what
 TensorFlow users run). Inference: the model called with training=False in a tf.function.
 --precision=bfloat16 sets the mixed_bfloat16 Keras policy (variables f32, compute bf16).
 Prints one line:
@@ -16,26 +16,15 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-# Our model name -> (keras.applications constructor, class count of our model's defaults).
-MODELS = {
-    "inception_v3": ("InceptionV3", 1001),
-    "resnet50": ("ResNet50", 1000),
-    "mobilenet_v2": ("MobileNetV2", 1001),
-    "efficientnet_b0": ("EfficientNetB0", 1000),
-    "densenet121": ("DenseNet121", 1000),
-}
+from peer_common import MODELS, add_run_arguments, models_of  # noqa: E402
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=sorted(MODELS), default="inception_v3")
+    p.add_argument("--model", choices=models_of("keras"), default="inception_v3")
     p.add_argument("--mode", choices=["train", "infer"], default="infer")
     p.add_argument("--precision", choices=["float32", "bfloat16"], default="float32")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--size", type=int, default=299)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--steps", type=int, default=5)
+    add_run_arguments(p)
     a = p.parse_args()
 
     import tensorflow as tf
@@ -46,7 +35,7 @@ def main():
     if a.precision == "bfloat16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     keras.utils.set_random_seed(0)
-    constructor, classes = MODELS[a.model]
+    constructor, classes = MODELS[a.model]["keras"], MODELS[a.model]["classes"]
     model = getattr(keras.applications, constructor)(weights=None, classes=classes,
                                                      input_shape=(a.size, a.size, 3),
                                                      classifier_activation=None)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The PyTorch peer of the CPU benchmarks: a torchvision model on the CPU, random weights.
 
---model names one of ours (MODELS: the torchvision network of the same architecture, with our
-model's class count). Measures training (RMSProp with TF-slim's settings, as inception_bench
+--model names one of ours (peer_common.MODELS: the torchvision network of the same
+architecture, with our model's class count). Measures training (RMSProp with TF-slim's settings, as inception_bench
 trains every model; channels_last; label smoothing 0.1; inception_v3 with its aux logits at
 0.4) or inference images/sec at the given batch and threads, and prints one line:
     torch train_images_per_sec=...
@@ -15,31 +15,18 @@ import time
 import torch
 import torchvision
 
-# Our model name -> (torchvision constructor, class count of our model's defaults).
-MODELS = {
-    "inception_v3": ("inception_v3", 1001),
-    "resnet50": ("resnet50", 1000),
-    "mobilenet_v2": ("mobilenet_v2", 1001),
-    "efficientnet_b0": ("efficientnet_b0", 1000),
-    "densenet121": ("densenet121", 1000),
-    "squeezenet1_1": ("squeezenet1_1", 1000),
-}
-
+from peer_common import MODELS, add_run_arguments, models_of
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=sorted(MODELS), default="inception_v3")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--size", type=int, default=299)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--model", choices=models_of("torchvision"), default="inception_v3")
+    add_run_arguments(p)
     p.add_argument("--mode", choices=["train", "infer"], default="train")
     p.add_argument("--bf16", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    constructor, classes = MODELS[a.model]
+    constructor, classes = MODELS[a.model]["torchvision"], MODELS[a.model]["classes"]
     extra = {"aux_logits": True, "init_weights": False} if a.model == "inception_v3" else {}
     model = getattr(torchvision.models, constructor)(weights=None, num_classes=classes, **extra)
     aux_weight = 0.4 if a.model == "inception_v3" else 0.0
