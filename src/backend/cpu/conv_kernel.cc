@@ -194,8 +194,7 @@ class ConvKernel final : public OpKernel {
     if (!d.training) {
       dnnl::primitive_attr fwd_attr = attr;
       dnnl::post_ops post;
-      if (d.fused_relu) post.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
-      if (d.fused_activation) append_activation(post, *d.fused_activation);
+      append_fused_activation(post, d.fused_relu, d.fused_activation);
       if (post.len() > 0) fwd_attr.set_post_ops(post);
       fwd_pd_ = convolution_forward::primitive_desc(
           convolution_forward::desc(prop_kind::forward_inference, plan_.alg, x, w_any, b, y,

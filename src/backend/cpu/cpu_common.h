@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -181,8 +182,6 @@ Result<std::unique_ptr<OpKernel>> make_channel_scale(const ChannelScaleDesc& d);
 Result<std::unique_ptr<OpKernel>> make_pad(const PadDesc& d);
 // The weights' oneDNN description: {Co, Ci, kh, kw}, or grouped {G, Co/G, Ci/G, kh, kw}.
 dnnl::memory::desc conv_weights_md(const Conv2dDesc& d, dt type, tag format);
-// int8 layers (ops.h's Int8Conv; int8_kernels.cc): make_conv2d / make_dense call these when the
-// desc's `int8` is set, after checking the shapes.
 // oneDNN's eltwise algorithm, alpha and beta for an Activation: the activation kernel and a
 // convolution's fused_activation post-op compute the same function.
 struct EltwiseAlgorithm {
@@ -190,9 +189,11 @@ struct EltwiseAlgorithm {
   float alpha, beta;
 };
 EltwiseAlgorithm eltwise_algorithm(Activation function);
-// Appends `function` to `post` as an eltwise post-op.
-void append_activation(dnnl::post_ops& post, Activation function);
-
+// Appends a convolution's fused ReLU or fused activation (Conv2dDesc; at most one, see
+// check_conv_post_ops) to `post` as an eltwise post-op; nothing when it has neither.
+void append_fused_activation(dnnl::post_ops& post, bool relu, std::optional<Activation> activation);
+// int8 layers (ops.h's Int8Conv; int8_kernels.cc): make_conv2d / make_dense call these when the
+// desc's `int8` is set, after checking the shapes.
 Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_int8_dense(const DenseDesc& d, DnnlContext& ctx);
 

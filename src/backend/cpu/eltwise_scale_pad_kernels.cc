@@ -25,8 +25,11 @@ EltwiseAlgorithm eltwise_algorithm(Activation function) {
   return {algorithm::eltwise_logistic, 0.f, 0.f};
 }
 
-void append_activation(dnnl::post_ops& post, Activation function) {
-  const EltwiseAlgorithm a = eltwise_algorithm(function);
+void append_fused_activation(dnnl::post_ops& post, bool relu,
+                             std::optional<Activation> activation) {
+  if (relu) post.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+  if (!activation) return;
+  const EltwiseAlgorithm a = eltwise_algorithm(*activation);
   post.append_eltwise(1.f, a.alg, a.alpha, a.beta);
 }
 

@@ -146,7 +146,8 @@ Status check_int8(const char* op, bool training, const Int8Conv& q, int64_t chan
 }
 
 // Output scales input_scale * weight_scales[c] (f32, as Int8Conv says), then the bias as a
-// binary add and the ReLU, both after the scales; a user-managed scratchpad.
+// binary add and the fused ReLU or activation, both after the scales; a user-managed
+// scratchpad.
 dnnl::primitive_attr int8_attributes(const Int8Conv& q, const Int8Layout& layout, bool relu,
                                      std::optional<Activation> activation) {
   std::vector<float> scales(q.weight_scales.size());
@@ -156,8 +157,7 @@ dnnl::primitive_attr int8_attributes(const Int8Conv& q, const Int8Layout& layout
   attr.set_output_scales(1 << 1, scales);  // mask: per channel (dimension 1, oneDNN's C / M)
   dnnl::post_ops post;
   if (layout.has_bias) post.append_binary(algorithm::binary_add, layout.bias);
-  if (relu) post.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
-  if (activation) append_activation(post, *activation);
+  append_fused_activation(post, relu, activation);
   if (q.output_scale) {
     post.append_eltwise(1.f, algorithm::eltwise_linear, 1.f / *q.output_scale, 0.f);
     post.append_eltwise(1.f, algorithm::eltwise_clip, 0.f, static_cast<float>(kInt8ActivationMax));
