@@ -82,36 +82,7 @@ void expect_export_answers_as_the_checkpoint(const std::string& format) {
   const std::string version = export_once(model_dir, export_dir, format);
   ASSERT_FALSE(version.empty());
   ASSERT_FALSE(fs::exists(export_dir + "/" + version + "/model.safetensors"));
-
-  ServerOptions options;
-  options.max_batch_size = 2;
-  options.batch_timeout = std::chrono::milliseconds(1);
-  // One precision for both: auto times float32 against bfloat16 in each server, and where the
-  // two are close (AVX-512 BF16 without AMX) the servers may choose differently.
-  options.precision = ServePrecision::float32;
-  options.model_dir = model_dir;
-  RunningServer on_checkpoint(options);
-  options.model_dir = export_dir;
-  RunningServer on_export(options);
-
-  EXPECT_EQ(served_version(on_export), version);
-  const std::string body =
-      json{{"instances", {b64_instance(test_image(3)), b64_instance(test_image(8))}}}.dump();
-  const Reply from_checkpoint = post(on_checkpoint, "/v1/models/inception_v3:predict", body);
-  const Reply from_export = post(on_export, "/v1/models/inception_v3:predict", body);
-  ASSERT_EQ(from_checkpoint.status, 200) << from_checkpoint.body.dump();
-  ASSERT_EQ(from_export.status, 200) << from_export.body.dump();
-  const json& expected = from_checkpoint.body["predictions"];
-  const json& got = from_export.body["predictions"];
-  ASSERT_EQ(got.size(), expected.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i]["classes"], expected[i]["classes"]) << i;
-    const json& p = got[i]["probabilities"];
-    const json& q = expected[i]["probabilities"];
-    ASSERT_EQ(p.size(), q.size());
-    for (size_t k = 0; k < p.size(); ++k)
-      EXPECT_NEAR(p[k].get<double>(), q[k].get<double>(), 1e-6) << i << " " << k;
-  }
+  expect_export_answers_as_checkpoint("inception_v3", model_dir, export_dir, version, 1e-6);
 }
 
 // The SavedModel's variables are the checkpoint's EMA weights, the graph the same (without

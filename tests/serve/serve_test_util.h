@@ -118,9 +118,10 @@ inline Reply get(const RunningServer& server, const std::string& path) {
   return to_reply(http_get(server.port(), path));
 }
 
-// The version /v1/models/inception_v3 reports as served ("" when it answers no model).
-inline std::string served_version(const RunningServer& server) {
-  const Reply status = get(server, "/v1/models/inception_v3");
+// The version /v1/models/<model> reports as served ("" when it answers no model).
+inline std::string served_version(const RunningServer& server,
+                                  const std::string& model = "inception_v3") {
+  const Reply status = get(server, "/v1/models/" + model);
   if (status.status != 200) return "";
   return status.body["model_version_status"][0]["version"].get<std::string>();
 }
@@ -145,6 +146,49 @@ inline std::string export_once(const std::string& model_dir, const std::string& 
     if (!before.count(name)) return name;
   ADD_FAILURE() << "export_model added no version directory: " << run.output;
   return "";
+}
+
+// Two servers in float32, one on `model_dir` (its checkpoint) and one on `export_dir` (its
+// newest export, `version`): the export's server reports that version, and a predict of two images
+// under /v1/models/<model> gets the same classes from both and probabilities within `tolerance`.
+// Auto precision would time float32 against bfloat16 in each server, and where the two are close
+// (AVX-512 BF16 without AMX) the servers may choose differently. The checkpoint's predictions go to
+// `checkpoint_predictions`.
+inline void expect_export_answers_as_checkpoint(const std::string& model,
+                                                const std::string& model_dir,
+                                                const std::string& export_dir,
+                                                const std::string& version, double tolerance,
+                                                json* checkpoint_predictions = nullptr) {
+  ServerOptions options;
+  options.max_batch_size = 2;
+  options.batch_timeout = std::chrono::milliseconds(1);
+  options.precision = ServePrecision::float32;
+  options.model_dir = model_dir;
+  RunningServer on_checkpoint(options);
+  options.model_dir = export_dir;
+  RunningServer on_export(options);
+  EXPECT_EQ(served_version(on_export, model), version);
+
+  const std::string body =
+      json{{"instances", {b64_instance(test_image(3)), b64_instance(test_image(8))}}}.dump();
+  const std::string path = "/v1/models/" + model + ":predict";
+  const Reply from_checkpoint = post(on_checkpoint, path, body);
+  const Reply from_export = post(on_export, path, body);
+  ASSERT_EQ(from_checkpoint.status, 200) << from_checkpoint.body.dump();
+  ASSERT_EQ(from_export.status, 200) << from_export.body.dump();
+  const json& expected = from_checkpoint.body["predictions"];
+  const json& got = from_export.body["predictions"];
+  if (checkpoint_predictions != nullptr) *checkpoint_predictions = expected;
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(expected.size(), 2u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i]["classes"], expected[i]["classes"]) << i;
+    const json& p = got[i]["probabilities"];
+    const json& q = expected[i]["probabilities"];
+    ASSERT_EQ(p.size(), q.size());
+    for (size_t k = 0; k < p.size(); ++k)
+      EXPECT_NEAR(p[k].get<double>(), q[k].get<double>(), tolerance) << i << " " << k;
+  }
 }
 
 // The error message of an error reply ("" when there is none).

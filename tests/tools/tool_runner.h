@@ -73,6 +73,20 @@ inline ToolOutput train_tiny_model(const std::string& model_dir, int steps,
                      std::to_string(steps) + " --model_dir=" + model_dir + " " + extra);
 }
 
+// Trains one of the model zoo's programs (mobilenet_v1, densenet121, ...) at 64 x 64 and 11
+// classes on fake data to `steps`, one thread. Batch norm keeps the last batch's statistics
+// and there is no EMA, so after a few steps the logits still depend on the image (from a
+// batch of 2, EfficientNet-B0's final 2 x 2 maps give statistics that saturate the softmax).
+inline ToolOutput train_zoo_model(const std::string& program, const std::string& model_dir,
+                                  int steps, const std::string& extra = "") {
+  return run_command("timeout 300 " + bin_path(program) +
+                     " --mode=train --use_data=fake --use_tpu=False --num_threads=1"
+                     " --iterations=2 --train_batch_size=4 --width=64 --height=64"
+                     " --num_classes=11 --save_checkpoints_secs=0 --batch_norm_decay=0"
+                     " --moving_average=false --train_steps=" +
+                     std::to_string(steps) + " --model_dir=" + model_dir + " " + extra);
+}
+
 // A fresh directory under the system temp dir, removed at the end of the test.
 class TempDir {
  public:
