@@ -27,6 +27,11 @@
 #      leaderboard.csv (the local sweep's scores) and the winner in serving/ are objects;
 #      classify serves the winner from there; run again, the sweep retrains nothing; under
 #      mpirun with --groups=2, the same leaderboard and the logs in the bucket
+#  10. the model zoo (MobileNet v1/v2, DenseNet-121, SqueezeNet 1.0/1.1, EfficientNet-B0):
+#      each program trains from the gs:// shards to a gs:// model_dir and exports its
+#      SavedModel to gs://; classify on that export gives the checkpoint's logits, and one
+#      serve --model_config_file=... with the six gs:// base paths answers a predict for each
+#      model by name, with the export's number as its version
 # Anything that cannot be installed or run fails the script; nothing is skipped.
 #   usage: tests/storage/run.sh            (IC_BIN_DIR=... for another build's bin directory)
 set -euo pipefail
@@ -123,7 +128,7 @@ tiny=(--use_tpu=False --num_threads=1 --iterations=2 --train_batch_size=2 --eval
       --num_parallel_calls=1 --seed=3 --train_steps_per_eval=2 --eval_total_size=8)
 gs=gs://$bucket
 
-say "1/9: the converter's shards go to gs://"
+say "1/10: the converter's shards go to gs://"
 run data_local "$bin/make_fake_imagenet" --output_dir="$work/data" "${data_flags[@]}"
 run data_gs "$bin/make_fake_imagenet" --output_dir="$gs/data" "${data_flags[@]}"
 for f in train-00000-of-00003 train-00002-of-00003 validation-00000-of-00001; do
@@ -145,7 +150,7 @@ run convert_resume "$bin/imagenet_to_tfrecord" "${convert[@]}" --local_scratch_d
   --resume
 grep -q "resumed" "$work/convert_resume.log" || die "--resume did not find the shards in the bucket"
 
-say "2/9: train_and_eval from and to gs://, with an eval process following the model_dir"
+say "2/10: train_and_eval from and to gs://, with an eval process following the model_dir"
 "$bin/inception_v3" --mode=eval --data_dir="$gs/data" --model_dir="$gs/model" "${tiny[@]}" \
   --train_steps=6 --eval_timeout=300 >"$work/follow.log" 2>&1 &
 follower=$!
@@ -162,7 +167,7 @@ grep -q '^model/events.out.tfevents' "$work/model_objects.txt" || die "no traini
 grep -q '^model/eval/events.out.tfevents' "$work/model_objects.txt" || die "no eval event file in gs://$bucket/model/eval"
 same_checkpoint "$gs/model/model.ckpt-4" "$work/model/model.ckpt-4" "after 4 steps"
 
-say "3/9: a restart resumes from the gs:// checkpoint"
+say "3/10: a restart resumes from the gs:// checkpoint"
 run resume_gs "$bin/inception_v3" --mode=train_and_eval --data_dir="$gs/data" \
   --model_dir="$gs/model" "${tiny[@]}" --train_steps=6
 grep -qF "Restoring parameters from $gs/model/model.ckpt-4 (global step 4)" "$work/resume_gs.log" || {
@@ -181,7 +186,7 @@ grep -qF "Evaluation finished after training step 6" "$work/follow.log" || {
   die "--mode=eval did not follow $gs/model to step 6"
 }
 
-say "4/9: classify reads the model and an image from gs://"
+say "4/10: classify reads the model and an image from gs://"
 run raw "$bin/make_fake_imagenet" --output_dir="$work/raw" --raw_layout --num_train_images=2 \
   --num_validation_images=1 --image_size=80 --num_classes=10 --seed=5
 image=$(find "$work/raw" -name '*.JPEG' | sort | head -1)
@@ -195,7 +200,7 @@ run classify_local "$bin/classify" --model_dir="$work/model" --num_threads=1 \
   --logits_out="$work/local.npy" "$image"
 cmp -s "$work/gs.npy" "$work/local.npy" || die "classify's logits differ between gs:// and local"
 
-say "5/9: exports to a gs:// export_dir; classify and serve read them from there"
+say "5/10: exports to a gs:// export_dir; classify and serve read them from there"
 run export_saved_model_gs "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports"
 run export_safetensors_gs "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports" \
   --format=safetensors
@@ -232,7 +237,7 @@ grep -q '"predictions"' "$work/predicted.json" || die "serve's answer has no pre
 kill "$server"
 wait "$server" || die "serve did not exit 0 on SIGTERM: $(tail -3 "$work/serve.log")"
 
-say "6/9: faults between the programs and the emulator"
+say "6/10: faults between the programs and the emulator"
 proxy_port=$(free_port)
 rules=$work/rules.json
 echo '[]' >"$rules"
@@ -297,7 +302,7 @@ for name in $listed; do
     die "$name, named by the checkpoint object, is not complete"
 done
 
-say "7/9: a trainer killed (SIGKILL) while it saves to gs:// leaves only complete checkpoints"
+say "7/10: a trainer killed (SIGKILL) while it saves to gs:// leaves only complete checkpoints"
 export STORAGE_EMULATOR_HOST=$emulator
 unset IC_STORAGE_RETRY_DELAY_MS IC_STORAGE_TIMEOUT_S
 for round in 1 2 3; do
@@ -328,7 +333,7 @@ grep -qF "(global step $latest)" "$work/kill_resume.log" || {
   cat "$work/kill_resume.log" >&2
   die "the restart did not resume from step $latest"
 }
-say "8/9: export_model killed (SIGKILL) while it writes to gs:// leaves no half version to pick"
+say "8/10: export_model killed (SIGKILL) while it writes to gs:// leaves no half version to pick"
 run export_kill_first "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_kill" \
   --format=safetensors
 for round in $(seq 10); do
@@ -348,7 +353,7 @@ say "  $unfinished of 10 exports were killed before they finished"
 run export_kill_last "$bin/export_model" --model_dir="$gs/model" --export_dir="$gs/exports_kill" \
   --format=safetensors
 
-say "9/9: a sweep whose directory is gs://"
+say "9/10: a sweep whose directory is gs://"
 cat >"$work/sweep.json" <<EOF
 {"trainer": "inception_v3",
  "flags": {"use_tpu": false, "iterations": 2, "train_batch_size": 2, "eval_batch_size": 2,
@@ -403,4 +408,53 @@ for v in $variants; do
   grep -q "examples/sec" "$work/sweep_train.log" ||
     die "gs://$bucket/sweep_groups/${v}train.log has no trainer output"
 done
+
+say "10/10: the model zoo trains to, exports to and is served from gs://"
+zoo=(mobilenet_v1 mobilenet_v2 densenet121 squeezenet1_0 squeezenet1_1 efficientnet_b0)
+# 64 x 64 fits them all; a batch of 4 with batch norm on the last batch's statistics keeps
+# the logits from saturating after two steps.
+zoo_flags=(--mode=train --data_dir="$gs/data" --use_tpu=False --num_threads=1 --iterations=2
+           --train_batch_size=4 --width=64 --height=64 --num_classes=11 --train_steps=2
+           --save_checkpoints_secs=0 --num_parallel_calls=1 --seed=3 --batch_norm_decay=0
+           --moving_average=false)
+echo "model_config_list {" >"$work/zoo.config"
+for model in "${zoo[@]}"; do
+  run "zoo_train_$model" "$bin/$model" "${zoo_flags[@]}" --model_dir="$gs/zoo/$model" \
+    --export_dir="$gs/zoo_exports/$model"
+  objects "zoo_exports/$model/" >"$work/zoo_objects.txt"
+  version=$(sed -n "s|^zoo_exports/$model/\([0-9]*\)/saved_model.pb$|\1|p" "$work/zoo_objects.txt")
+  [[ -n $version ]] || die "$model wrote no gs://$bucket/zoo_exports/$model/<N>/saved_model.pb"
+  echo "$version" >"$work/zoo_version_$model"
+  run "zoo_classify_$model" "$bin/classify" --model_dir="$gs/zoo/$model" --num_threads=1 \
+    --logits_out="$work/zoo_$model.npy" "$gs/images/cat.JPEG"
+  run "zoo_classify_export_$model" "$bin/classify" --model_dir="$gs/zoo_exports/$model" \
+    --num_threads=1 --logits_out="$work/zoo_export_$model.npy" "$gs/images/cat.JPEG"
+  cmp -s "$work/zoo_$model.npy" "$work/zoo_export_$model.npy" ||
+    die "classify's logits from $model's gs:// export differ from its gs:// checkpoint's"
+  printf '  config { name: "%s" base_path: "%s" model_platform: "tensorflow" }\n' \
+    "$model" "$gs/zoo_exports/$model" >>"$work/zoo.config"
+done
+echo "}" >>"$work/zoo.config"
+serve_port=$(free_port)
+"$bin/serve" --model_config_file="$work/zoo.config" --port=0 --rest_api_port="$serve_port" \
+  --num_threads=1 >"$work/zoo_serve.log" 2>&1 &
+server=$!
+pids+=($server)
+for model in "${zoo[@]}"; do
+  version=$(cat "$work/zoo_version_$model")
+  for _ in $(seq 300); do
+    curl -sf -o /dev/null "http://127.0.0.1:$serve_port/v1/models/$model/versions/$version" && break
+    sleep 0.1
+  done
+  curl -sf -X POST --data-binary @"$work/predict.json" \
+    "http://127.0.0.1:$serve_port/v1/models/$model/versions/$version:predict" \
+    >"$work/zoo_predicted.json" || {
+    cat "$work/zoo_serve.log" >&2
+    die "serve did not answer the predict of $model version $version from gs://"
+  }
+  grep -q '"predictions"' "$work/zoo_predicted.json" ||
+    die "serve's answer for $model has no predictions: $(cat "$work/zoo_predicted.json")"
+done
+kill "$server"
+wait "$server" || die "serve did not exit 0 on SIGTERM: $(tail -3 "$work/zoo_serve.log")"
 say "passed"
