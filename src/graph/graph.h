@@ -94,6 +94,7 @@ class GraphBuilder {
     int stride = 1;
     Padding padding = Padding::same;
     bool bias = false;
+    bool decay_bias = false;  // the bias joins weight decay too (the kernel always does)
     ParamInit init{ParamInit::Kind::variance_scaling, 0.f};
     DType compute = DType::f32;
     int64_t groups = 1;  // weights [kh,kw,Ci/groups,filters] (ops.h, Conv2dDesc)
@@ -139,10 +140,11 @@ class GraphBuilder {
   ValueId concat(const std::vector<ValueId>& xs, const std::string& name);
   ValueId dropout(ValueId x, float keep_prob, const std::string& name);
   // [N,K] -> [N,units]; parameters "<scope>/weights" [K,units] and "<scope>/biases".
-  // Keras' names are "kernel" and "bias".
+  // Keras' names are "kernel" and "bias". The weights are weight-decayed, the biases with
+  // decay_bias.
   ValueId dense(ValueId x, int64_t units, ParamInit init, const std::string& scope,
                 const std::string& weights_name = "weights",
-                const std::string& biases_name = "biases");
+                const std::string& biases_name = "biases", bool decay_bias = false);
   ValueId add(ValueId a, ValueId b, bool relu, const std::string& name);
   ValueId reshape(ValueId x, Shape shape, const std::string& name);
   // Adds a scalar loss term (training graphs) and returns it.

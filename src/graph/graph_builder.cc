@@ -95,8 +95,9 @@ ValueId GraphBuilder::conv2d(ValueId x, const ConvOptions& o, const std::string&
       scope + "/" + o.weights_name,
       Shape{o.kernel_h, o.kernel_w, d.in_channels_per_group(), o.filters}, o.init, true, true}));
   if (o.bias)
-    params.push_back(add_param(ParamInfo{scope + "/" + o.biases_name, Shape{o.filters},
-                                         ParamInit{ParamInit::Kind::zeros, 0.f}, true, false}));
+    params.push_back(
+        add_param(ParamInfo{scope + "/" + o.biases_name, Shape{o.filters},
+                            ParamInit{ParamInit::Kind::zeros, 0.f}, true, o.decay_bias}));
   const Shape out = d.output();
   return add_node(scope, d, {x}, out, std::move(params));
 }
@@ -204,14 +205,15 @@ ValueId GraphBuilder::dropout(ValueId x, float keep_prob, const std::string& nam
 }
 
 ValueId GraphBuilder::dense(ValueId x, int64_t units, ParamInit init, const std::string& scope,
-                            const std::string& weights_name, const std::string& biases_name) {
+                            const std::string& weights_name, const std::string& biases_name,
+                            bool decay_bias) {
   const Shape in = shape(x);
   if (in.rank() != 2) throw std::logic_error("dense " + scope + " needs [N,K], got " + in.str());
   DenseDesc d{in[0], in[1], units, true, graph_.values.at(x).producer != kNone};
   std::vector<ParamId> params{
       add_param(ParamInfo{scope + "/" + weights_name, Shape{in[1], units}, init, true, true}),
       add_param(ParamInfo{scope + "/" + biases_name, Shape{units},
-                          ParamInit{ParamInit::Kind::zeros, 0.f}, true, false})};
+                          ParamInit{ParamInit::Kind::zeros, 0.f}, true, decay_bias})};
   return add_node(scope, d, {x}, Shape{in[0], units}, std::move(params));
 }
 

@@ -110,6 +110,8 @@ NetworkOutputs build_efficientnet_b0(GraphBuilder& builder, ValueId images,
   SlimLayers slim(builder, options, "efficientnet_b0", /*batch_norm_gamma=*/true);
   slim.names = kKerasNames;
   slim.defaults = {1, Padding::same};
+  // main.py's L2 loss: every trainable variable whose name lacks "batch_normalization".
+  slim.arg_scope.decay_biases = true;
   // Keras' round_filters() for width coefficient = depth_multiplier.
   auto round_filters = [&](int64_t d) {
     return make_divisible(static_cast<double>(d) * slim.multiplier(), 8, options.min_depth);
@@ -180,10 +182,12 @@ const ModelSpec& efficientnet_b0_spec() {
     s.recipe.lr_schedule = LrScheduleKind::efficientnet;
     s.recipe.use_learning_rate_warmup = true;  // always, for --lr_warmup_epochs > 0
     s.recipe.cold_epochs = 0;
-    s.recipe.warmup_epochs = 5;                           // --lr_warmup_epochs
-    s.recipe.weight_decay = 1e-5;                         // --weight_decay
-    s.recipe.moving_average = true;                       // --moving_average_decay=0.9999
-    s.flag_defaults = {{"learning_rate_decay", "0.97"},   // --lr_decay_factor
+    s.recipe.warmup_epochs = 5;    // --lr_warmup_epochs
+    s.recipe.weight_decay = 1e-5;  // --weight_decay
+    s.recipe.moving_average = true;
+    s.flag_defaults = {{"learning_rate_decay", "0.97"},  // --lr_decay_factor
+                       {"moving_average_decay", "0.9999"},
+                       {"rmsprop_epsilon", "0.001"},      // utils.py build_optimizer
                        {"iterations", "1251"},            // --iterations_per_loop
                        {"train_steps_per_eval", "6255"},  // --steps_per_eval
                        {"eval_batch_size", "64"}};

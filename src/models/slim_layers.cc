@@ -45,6 +45,7 @@ ValueId SlimLayers::conv2d(ValueId x, int64_t filters, Kernel kernel, const std:
   conv.compute = options_.compute;
   conv.weights_name = names.weights;
   conv.biases_name = names.biases;
+  conv.decay_bias = arg_scope.decay_biases;
   return builder_.conv2d(x, conv, full(name));
 }
 
@@ -117,6 +118,7 @@ ValueId SlimLayers::conv_logits(ValueId x, int64_t filters, Kernel kernel, const
   conv.compute = options_.compute;
   conv.weights_name = names.weights;
   conv.biases_name = names.biases;
+  conv.decay_bias = arg_scope.decay_biases;
   return builder_.conv2d(x, conv, full(name));
 }
 
@@ -139,7 +141,8 @@ ValueId SlimLayers::dropout(ValueId x, const std::string& name) {
 }
 
 ValueId SlimLayers::dense(ValueId x, int64_t units, ParamInit init, const std::string& name) {
-  return builder_.dense(x, units, init, full(name), names.weights, names.biases);
+  return builder_.dense(x, units, init, full(name), names.weights, names.biases,
+                        arg_scope.decay_biases);
 }
 
 ValueId SlimLayers::flatten(ValueId x, const std::string& name) {

@@ -28,11 +28,13 @@ struct ConvDefaults {
 };
 
 // The rest of an arg_scope: the activation after each BatchNorm (slim's activation_fn; unset
-// is ReLU, fused into the BatchNorm; the MobileNets set ReLU6) and the kernels' initialiser
-// (unset is slim.conv2d's variance scaling).
+// is ReLU, fused into the BatchNorm; the MobileNets set ReLU6), the kernels' initialiser
+// (unset is slim.conv2d's variance scaling), and whether biases are weight-decayed (slim's
+// regularizer covers the kernels only; EfficientNet's L2 loss every variable but batch norm's).
 struct ArgScope {
   std::optional<Activation> activation;
   std::optional<ParamInit> init;
+  bool decay_biases = false;
 };
 
 // The variables' last name parts: TF-slim's by default, Keras' with kKerasNames.

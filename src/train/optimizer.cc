@@ -128,12 +128,13 @@ std::vector<Optimizer> make_optimizer_table() {
 
 }  // namespace
 
-void Optimizer::apply(Backend& backend, const OptimizerStep& step) const {
+void Optimizer::apply(Backend& backend, const OptimizerStep& step,
+                      std::span<const Hyperparameter> h) const {
   // The gradient of wd * Σw²/2 over the decayed kernels is wd * w.
   if (weight_decay == WeightDecayKind::coupled && step.weight_decay != 0.f && step.decayed > 0) {
     backend.axpy(step.weight_decay, step.weights, step.grads, step.decayed);
   }
-  update(backend, step, hyperparameters);
+  update(backend, step, h.empty() ? std::span<const Hyperparameter>(hyperparameters) : h);
 }
 
 const std::vector<Optimizer>& optimizer_table() {

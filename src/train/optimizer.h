@@ -73,8 +73,10 @@ struct Optimizer {
   void (*update)(Backend& backend, const OptimizerStep& step, std::span<const Hyperparameter> h);
 
   // One step: wd*w into the gradient of the decayed elements when the entry's decay is coupled,
-  // then the update.
-  void apply(Backend& backend, const OptimizerStep& step) const;
+  // then the update, with `h` (the entry's hyper-parameters, in its order, as a run sets them;
+  // empty: the entry's own values).
+  void apply(Backend& backend, const OptimizerStep& step,
+             std::span<const Hyperparameter> h = {}) const;
 };
 
 // Every entry, in the order --help lists them.

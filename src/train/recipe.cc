@@ -1,6 +1,7 @@
 #include "train/recipe.h"
 
 #include <sstream>
+#include <string_view>
 
 #include "models/model_spec.h"
 #include "train/flag_table.h"
@@ -58,6 +59,12 @@ Result<TrainRecipe> train_recipe_for(const RunOptions& options) {
   r.nesterov = spec->recipe.nesterov;
   r.weight_decay = static_cast<float>(options.weight_decay);
   r.moving_average = options.moving_average;
+  r.moving_average_decay = static_cast<float>(options.moving_average_decay);
+  if (r.optimizer != nullptr && std::string_view(r.optimizer->name) == "RMS") {
+    r.hyperparameters = r.optimizer->hyperparameters;
+    for (Hyperparameter& h : r.hyperparameters)
+      if (std::string_view(h.name) == "epsilon") h.value = options.rmsprop_epsilon;
+  }
   r.seed = static_cast<uint64_t>(options.seed);
   IC_ASSIGN_OR_RETURN(r.schedule, default_lr_schedule(options.model));
   r.schedule.base_learning_rate = options.learning_rate;

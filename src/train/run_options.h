@@ -48,6 +48,12 @@ struct RunOptions {
   int32_t save_summary_steps = 100;
   int32_t save_checkpoints_secs = 1000;
   bool moving_average = true;
+  // The EMA's decay (inception_v3.py's MOVING_AVERAGE_DECAY; EfficientNet's
+  // --moving_average_decay is 0.9999).
+  double moving_average_decay = 0.995;
+  // RMSProp's epsilon (inception_v3.py's RMSPROP_EPSILON; EfficientNet's build_optimizer
+  // passes 0.001).
+  double rmsprop_epsilon = 1.0;
   Preprocessing preprocessing = Preprocessing::inception;
   bool use_annotated_bbox = false;
   double learning_rate_decay = 0.94;

@@ -164,7 +164,7 @@ void Trainer::step(const float* images, const int32_t* labels, bool want_loss) {
     step.weight_decay = recipe_.weight_decay;
     step.step = state_.global_step + 1;
     step.nesterov = recipe_.nesterov;
-    recipe_.optimizer->apply(backend, step);
+    recipe_.optimizer->apply(backend, step, recipe_.hyperparameters);
   }
   state_.global_step += 1;
   if (recipe_.moving_average && state_.has_ema()) {

@@ -24,9 +24,12 @@ struct TrainRecipe {
   const Optimizer* optimizer = find_optimizer("RMS");
   bool nesterov = false;       // ResNet-50's momentum is Nesterov
   float weight_decay = 4e-5f;  // times sum(w^2)/2 over the decayed kernels
+  // The optimizer's hyper-parameters as this run sets them (its entry's, in their order, with
+  // --rmsprop_epsilon's value); empty: the entry's own.
+  std::vector<Hyperparameter> hyperparameters;
   bool moving_average = true;
-  float moving_average_decay = 0.995f;
-  uint64_t seed = 0;  // dropout masks
+  float moving_average_decay = 0.995f;  // at most; TF's min(decay, (1 + step) / (10 + step))
+  uint64_t seed = 0;                    // dropout masks
   // The step's batch is run as this many micro-batches of the graph's batch each, their
   // gradients averaged before one update: a large batch in the memory of a small one, as the
   // TPU's cores each take a share of the global batch (micro-batch k draws the dropout masks

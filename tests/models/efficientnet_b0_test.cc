@@ -207,5 +207,33 @@ TEST(EfficientNetB0, DefaultsAndRecipe) {
   EXPECT_TRUE(spec->recipe.moving_average);
 }
 
+// main.py's L2 loss sums every trainable variable but batch norm's: kernels, depthwise kernels
+// and the biases (squeeze-and-excitation's and the predictions'), as the other models' do not.
+TEST(EfficientNetB0, WeightDecayCoversEveryVariableButBatchNorms) {
+  const Graph g = build_or_die(options_for("efficientnet_b0"));
+  int64_t decayed = 0, biases = 0;
+  for (const ParamInfo& p : g.params) {
+    if (!p.trainable) continue;
+    const bool batch_norm = p.name.ends_with("/gamma") || p.name.ends_with("/beta");
+    EXPECT_EQ(p.weight_decay, !batch_norm) << p.name;
+    if (p.weight_decay) decayed += p.shape.numel();
+    if (p.name.ends_with("/bias")) ++biases;
+  }
+  EXPECT_EQ(biases, 2 * 16 + 1);  // se_reduce and se_expand in each block, predictions
+  // Keras' trainable total less the BatchNormalization layers' gamma and beta.
+  int64_t batch_norm = 0;
+  for (const ParamInfo& p : g.params)
+    if (p.trainable && !p.weight_decay) batch_norm += p.shape.numel();
+  EXPECT_EQ(decayed + batch_norm, 5288548);
+  EXPECT_EQ(batch_norm, 42016);  // as many as the moving statistics: one gamma and beta each
+  // TF-slim's models keep their biases out (MobileNet v1's logits).
+  const Graph slim = build_or_die(options_for("mobilenet_v1"));
+  for (const ParamInfo& p : slim.params) {
+    if (p.name.ends_with("/biases")) {
+      EXPECT_FALSE(p.weight_decay) << p.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ic

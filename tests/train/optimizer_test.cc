@@ -443,5 +443,32 @@ TEST(OptimizerTable, EveryModelNamesAnEntry) {
   }
 }
 
+// A run's own hyper-parameters replace the entry's: RMSProp's first step from TF1's ones for
+// the mean square, with the Inception applications' epsilon (1.0) and EfficientNet's (0.001).
+TEST(OptimizerTable, RmspropTakesTheRunsEpsilon) {
+  const Optimizer* rms = find_optimizer("RMS");
+  ASSERT_NE(rms, nullptr);
+  auto backend = cpu();
+  for (const double epsilon : {1.0, 0.001}) {
+    std::vector<Hyperparameter> h = rms->hyperparameters;
+    for (Hyperparameter& p : h)
+      if (std::string(p.name) == "epsilon") p.value = epsilon;
+    float w = 1.f, g = 2.f, ms = 1.f, mom = 0.f;
+    const size_t sizes[] = {1};
+    OptimizerStep step;
+    step.weights = &w;
+    step.grads = &g;
+    step.slots[0] = &ms;
+    step.slots[1] = &mom;
+    step.count = 1;
+    step.variables = sizes;
+    step.learning_rate = 0.1f;
+    rms->apply(*backend, step, h);
+    // ms = 0.9 * 1 + 0.1 * 2^2; mom = lr * g / sqrt(ms + epsilon); w -= mom.
+    EXPECT_NEAR(ms, 1.3f, 1e-6f) << epsilon;
+    EXPECT_NEAR(w, 1.0 - 0.1 * 2 / std::sqrt(1.3 + epsilon), 1e-6) << epsilon;
+  }
+}
+
 }  // namespace
 }  // namespace ic

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "train/flag_table.h"
+
 namespace ic {
 namespace {
 
@@ -42,6 +46,34 @@ TEST(Recipe, InceptionTrainsWithRmsPropAndTheReferenceSchedule) {
   EXPECT_FLOAT_EQ(recipe->weight_decay, 4e-5f);
   EXPECT_DOUBLE_EQ(recipe->schedule.base_learning_rate, 0.165);
   EXPECT_EQ(recipe->schedule.train_batch_size, 1024);
+}
+
+// EfficientNet's reference keeps its EMA at 0.9999 and runs RMSProp with epsilon 0.001; the
+// Inception applications' are 0.995 and 1.0. Another optimizer keeps its own epsilon.
+TEST(Recipe, EmaDecayAndRmspropEpsilonAreTheModelsReferences) {
+  const struct {
+    const char* model;
+    float ema_decay;
+    double epsilon;
+  } kCases[] = {{"inception_v3", 0.995f, 1.0}, {"efficientnet_b0", 0.9999f, 0.001}};
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.model);
+    Result<RunOptions> options = default_run_options(c.model);
+    ASSERT_TRUE(options.ok()) << options.status().message();
+    Result<TrainRecipe> recipe = train_recipe_for(*options);
+    ASSERT_TRUE(recipe.ok()) << recipe.status().message();
+    EXPECT_FLOAT_EQ(recipe->moving_average_decay, c.ema_decay);
+    ASSERT_EQ(recipe->hyperparameters.size(), recipe->optimizer->hyperparameters.size());
+    for (const Hyperparameter& h : recipe->hyperparameters) {
+      if (std::string(h.name) == "epsilon") {
+        EXPECT_DOUBLE_EQ(h.value, c.epsilon);
+      }
+    }
+    options->optimizer = find_optimizer("adamw");
+    recipe = train_recipe_for(*options);
+    ASSERT_TRUE(recipe.ok()) << recipe.status().message();
+    EXPECT_TRUE(recipe->hyperparameters.empty());  // AdamW's own 1e-8
+  }
 }
 
 }  // namespace
