@@ -47,13 +47,15 @@ fi
 # defaults have it (docs/models.md), at batch 128, except batch norm's moving statistics, which
 # decay by 0.9 instead of the reference's 0.997: in a run this short they otherwise lag the
 # fast-changing weights, and MobileNet v2 evaluated at 10% after 500 steps (86% with 0.9 after
-# 600; docs/fashion-mnist.md).
+# 600; docs/fashion-mnist.md); and the Inception crops above for every model: SqueezeNet's VGG
+# preprocessing resizes the shorter side to 300-600 before its 64x64 crop, a few of the
+# original 28 pixels (it stayed at chance).
 model_name=${MODEL:-inception_v3}
 if [[ $model_name == inception_v3 ]]; then
   model_flags=(--width=75 --height=75 --depth_multiplier=0.25 --learning_rate=0.04125
     --weight_decay=4e-4 --learning_rate_decay_epochs=1 --learning_rate_decay=0.94)
 else
-  model_flags=(--width=64 --height=64 --batch_norm_decay=0.9)
+  model_flags=(--width=64 --height=64 --batch_norm_decay=0.9 --preprocessing=inception)
 fi
 # shellcheck disable=SC2086
 "${launch[@]}" $bin/$model_name --mode=train_and_eval --data_dir="$data" --model_dir="$model" \
