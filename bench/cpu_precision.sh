@@ -22,7 +22,7 @@
 #        MODEL=inception_v3 (SIZE defaults to 299 for inception_*, else 224)
 #        PRECISIONS="float32 bfloat16 int8" (ours and the peers; training leaves out int8)
 #        PEERS="torch tensorflow onnxruntime openvino" (the ones to run)
-#        INFER_BATCHES="1 8 32" TRAIN_BATCH=32
+#        INFER_BATCHES="1 8 32" TRAIN_BATCH=32 (0: no training)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -109,6 +109,7 @@ for precision in "${precisions[@]}"; do
   done
 done
 for precision in "${train_precisions[@]}"; do
+  ((train_batch > 0)) || break
   measure "ours $precision train $train_batch" "$bench" --model="$model" --mode=train \
     --precision=$precision --batch="$train_batch" --size="$size" --threads="$threads" \
     --warmup="$warmup" --steps="$steps"
@@ -138,6 +139,7 @@ if wanted "${peers[*]}" torch && has "torch, torchvision" torch; then
         --mode=infer $flag --batch="$batch" --size="$size" --threads="$threads" \
         --warmup="$warmup" --steps="$steps"
     done
+    ((train_batch > 0)) || continue
     measure "torch $precision train $train_batch" "$py" bench/peers/torch_model.py \
       --model="$model" --mode=train $flag --batch="$train_batch" --size="$size" \
       --threads="$threads" --warmup="$warmup" --steps="$steps"
@@ -152,6 +154,7 @@ if wanted "${peers[*]}" tensorflow && has tensorflow tensorflow; then
         --mode=infer --precision=$precision --batch="$batch" --size="$size" --threads="$threads" \
         --warmup="$warmup" --steps="$steps"
     done
+    ((train_batch > 0)) || continue
     measure "tensorflow $precision train $train_batch" "$py" bench/peers/tf_model.py \
       --model="$model" --mode=train --precision=$precision --batch="$train_batch" --size="$size" \
       --threads="$threads" --warmup="$warmup" --steps="$steps"

@@ -4,7 +4,7 @@
 //
 //   inception_bench --mode=train|infer --model=inception_v3 --batch=32 --size=299
 //                   --threads=2 --warmup=2 --steps=5 [--precision=float32|bfloat16|int8]
-//                   [--unfolded] [--write_onnx=PATH] [--int8_quantize_nodes]
+//                   [--unfolded] [--write_onnx=PATH] [--int8_quantize_nodes] [--slice=N]
 //
 // --precision is the number format, as classify's and serve's --precision name it
 // (runtime/precision.h); --bf16 is the older spelling of --precision=bfloat16. Training takes
@@ -18,7 +18,11 @@
 //
 // --mode=infer runs what the inference programs run: the graph of prepare_inference_graph
 // (batch norm folded into the convolutions, ReLUs fused, forward-only kernels, convolution
-// implementations timed at compile time; IC_CONV_TIMING=0 keeps the fixed ones). --unfolded
+// implementations timed at compile time; IC_CONV_TIMING=0 keeps the fixed ones), through an
+// InferenceRunner compiled as serve compiles its buckets: 1, 2, 4, ... up to --batch, the
+// batch run as the slices of least time per image (runtime/inference_runner.h; stderr says
+// which). --slice=N compiles N and --batch only and runs the batch as slices of N (N =
+// --batch: whole, with one compiled graph). --unfolded
 // runs the model's evaluation graph through the Evaluator instead, as before, to compare.
 // Each inference step uploads the images, runs forward and downloads the logits.
 #include <chrono>
@@ -39,6 +43,7 @@
 #include "infer/onnx_export.h"
 #include "models/model.h"
 #include "random_int8_scales.h"
+#include "runtime/inference_runner.h"
 #include "runtime/precision.h"
 #include "train/model_state.h"
 #include "train/recipe.h"
@@ -49,6 +54,7 @@ namespace {
 struct Args {
   std::string mode = "train", model = "inception_v3";
   int batch = 32, size = 299, threads = 2, warmup = 2, steps = 5;
+  int slice = 0;  // 0: chosen by timing, as serve does
   ic::InferencePrecision precision = ic::InferencePrecision::float32;
   bool unfolded = false;
   bool int8_quantize_nodes = false;
@@ -90,6 +96,8 @@ bool parse(int argc, char** argv, Args* a) {
       a->warmup = std::atoi(value.c_str());
     else if (key == "--steps")
       a->steps = std::atoi(value.c_str());
+    else if (key == "--slice")
+      a->slice = std::atoi(value.c_str());
     else if (key == "--precision") {
       if (!parse_precision(value, &a->precision)) return false;
     } else if (key == "--bf16")
@@ -195,8 +203,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<ic::Evaluator> evaluator;
   ic::Graph executed = *graph;  // what the FLOP count is of (the folded graph: a bit less)
   std::string precision_note = ic::precision_name(a.precision);
-  ic::DeviceParams params;
-  std::unique_ptr<ic::CompiledGraph> compiled;
+  std::unique_ptr<ic::InferenceRunner> runner;
   std::vector<float> logits;
   if (folded) {
     // The initialised values, read back by name as a checkpoint would give them.
@@ -228,34 +235,33 @@ int main(int argc, char** argv) {
     auto graph_options = ic::graph_options_for(model, a.precision, **backend, base);
     if (!graph_options.ok()) return fail(graph_options.status());
     graph_options->int8_outputs = !a.int8_quantize_nodes;
-    auto inference = ic::prepare_inference_graph(*graph, source, *graph_options);
-    if (!inference.ok()) return fail(inference.status());
-    auto uploaded = ic::upload_params(**backend, *inference);
-    if (!uploaded.ok()) return fail(uploaded.status());
-    params = std::move(*uploaded);
-    auto c =
-        ic::CompiledGraph::compile(inference->graph, **backend, params.layout, params.binding());
-    if (!c.ok()) return fail(c.status());
-    compiled = std::move(*c);
+    std::vector<int64_t> sizes = {a.batch};
+    if (a.slice > 0 && a.slice < a.batch) sizes.push_back(a.slice);
+    for (int64_t size = 1; a.slice == 0 && size < a.batch; size *= 2) sizes.push_back(size);
+    auto r = ic::InferenceRunner::create(**backend, model, sizes, *graph_options);
+    if (!r.ok()) return fail(r.status());
+    runner = std::move(*r);
+    if (a.slice > 0) {
+      if (ic::Status s = runner->run_as_slices(a.batch, a.slice); !s.ok()) return fail(s);
+    }
+    const ic::InferencePassStats& stats = runner->pass_stats();
+    const int64_t slice = runner->slice_of(a.batch);
+    const std::string how =
+        slice == a.batch ? "whole"
+                         : "as " + std::to_string(a.batch / slice) + " x " + std::to_string(slice);
     std::fprintf(stderr,
                  "inference graph: %d batch norms folded, %d ReLUs and %d other activations "
                  "fused, %d average pools "
                  "after their 1x1 convolution, %d values in bf16 (%d casts), %d int8 "
                  "convolutions writing u8, %d pools and %d concatenations on u8 (%d "
-                 "requantized); %s\n",
-                 inference->stats.folded_batch_norm, inference->stats.fused_conv_relu,
-                 inference->stats.fused_conv_activation, inference->stats.pools_after_conv,
-                 inference->stats.bf16_activations, inference->stats.casts,
-                 inference->stats.int8_outputs, inference->stats.u8_pools,
-                 inference->stats.u8_concats, inference->stats.requantized,
-                 compiled->summary().c_str());
-    executed = inference->graph;
+                 "requantized); batch %d runs %s; the graph of %lld: %s\n",
+                 stats.folded_batch_norm, stats.fused_conv_relu, stats.fused_conv_activation,
+                 stats.pools_after_conv, stats.bf16_activations, stats.casts, stats.int8_outputs,
+                 stats.u8_pools, stats.u8_concats, stats.requantized, a.batch, how.c_str(),
+                 static_cast<long long>(slice), runner->compiled_graph(slice).summary().c_str());
+    executed = runner->graph(a.batch);
     logits.resize(static_cast<size_t>(a.batch * options->num_classes));
-    run = [&] {
-      (*backend)->upload(compiled->images(), images.data(), images.size() * sizeof(float));
-      compiled->forward({});
-      (*backend)->download(logits.data(), compiled->logits(), logits.size() * sizeof(float));
-    };
+    run = [&] { runner->run(a.batch, images.data(), logits.data()); };
   } else if (training) {
     ic::TrainRecipe recipe;
     recipe.schedule.train_batch_size = a.batch;

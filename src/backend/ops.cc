@@ -61,10 +61,13 @@ Shape ConcatDesc::output() const {
   return out;
 }
 
-bool conv_timing_enabled(const Conv2dDesc& desc) {
-  if (desc.training || !desc.time_algorithms) return false;
+bool compile_timing_allowed() {
   const char* env = std::getenv("IC_CONV_TIMING");
   return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+bool conv_timing_enabled(const Conv2dDesc& desc) {
+  return !desc.training && desc.time_algorithms && compile_timing_allowed();
 }
 
 Status check_conv_post_ops(const Conv2dDesc& d) {

@@ -101,9 +101,12 @@ struct Conv2dDesc {
   bool depthwise() const { return groups > 1 && groups == input.c() && groups == out_channels; }
 };
 
+// Whether the environment lets choices be made by timing at compile time: IC_CONV_TIMING=0
+// turns every one off (runs that need one fixed implementation, hence bit-identical results
+// from run to run): convolution implementations and InferenceRunner's batch slices.
+bool compile_timing_allowed();
 // Whether `desc` asks for its implementation to be chosen by timing and the environment lets
-// it: IC_CONV_TIMING=0 turns timing off everywhere (runs that need one fixed implementation,
-// hence bit-identical results from run to run). Training convolutions are never timed.
+// it. Training convolutions are never timed.
 bool conv_timing_enabled(const Conv2dDesc& desc);
 
 // Fails for post-ops a convolution cannot have: a fused ReLU or activation on a training

@@ -1,6 +1,8 @@
 #include "runtime/inference_runner.h"
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
 
 namespace ic {
 
@@ -35,9 +37,79 @@ Result<std::unique_ptr<InferenceRunner>> InferenceRunner::create(
     c.graph = std::move(inference->graph);
     IC_ASSIGN_OR_RETURN(c.compiled, CompiledGraph::compile(c.graph, backend, runner->params_.layout,
                                                            runner->params_.binding()));
+    c.slice = size;
     runner->graphs_.push_back(std::move(c));
   }
+  if (runner->graphs_.size() > 1 && options.time_algorithms && compile_timing_allowed())
+    runner->choose_slices_by_timing();
   return runner;
+}
+
+size_t InferenceRunner::index_of(int64_t batch_size) const {
+  return static_cast<size_t>(
+      std::find_if(graphs_.begin(), graphs_.end(),
+                   [&](const Compiled& c) { return c.batch_size == batch_size; }) -
+      graphs_.begin());
+}
+
+void InferenceRunner::choose_slices_by_timing() {
+  // Zero images: the time of a forward does not depend on the pixels.
+  const int64_t largest = graphs_.back().batch_size;
+  const std::vector<float> images(static_cast<size_t>(largest * image_floats_), 0.f);
+  std::vector<float> logits(static_cast<size_t>(largest * num_classes_));
+  std::vector<double> per_image;
+  for (Compiled& c : graphs_) {
+    // The first run converts weights and touches the arena; the faster of the next two is what
+    // a request sees.
+    run(c.batch_size, images.data(), logits.data());
+    double seconds = std::numeric_limits<double>::infinity();
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto start = std::chrono::steady_clock::now();
+      run(c.batch_size, images.data(), logits.data());
+      seconds = std::min(
+          seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    per_image.push_back(seconds / static_cast<double>(c.batch_size));
+  }
+  for (size_t i = 0; i < graphs_.size(); ++i) {
+    // Slices must beat the whole batch by a clear margin: timings on a shared machine are
+    // noisy, and the whole batch is what the caller compiled.
+    double best = per_image[i] * 0.9;
+    for (size_t j = 0; j < i; ++j) {
+      if (graphs_[i].batch_size % graphs_[j].batch_size == 0 && per_image[j] < best) {
+        best = per_image[j];
+        graphs_[i].slice = graphs_[j].batch_size;
+      }
+    }
+  }
+}
+
+int64_t InferenceRunner::slice_of(int64_t batch_size) const {
+  for (const Compiled& c : graphs_)
+    if (c.batch_size == batch_size) return c.slice;
+  return 0;
+}
+
+Status InferenceRunner::run_as_slices(int64_t batch_size, int64_t slice) {
+  if (slice_of(batch_size) == 0 || slice_of(slice) == 0)
+    return invalid_argument("batch ", batch_size, " as slices of ", slice,
+                            ": both must be compiled batch sizes");
+  if (slice > batch_size || batch_size % slice != 0)
+    return invalid_argument("batch ", batch_size, " as slices of ", slice, ": ", slice,
+                            " does not divide it");
+  graphs_[index_of(batch_size)].slice = slice;
+  return Status();
+}
+
+std::string InferenceRunner::slices_summary() const {
+  std::string summary;
+  for (auto c = graphs_.rbegin(); c != graphs_.rend(); ++c) {
+    if (c->slice == c->batch_size) continue;
+    if (!summary.empty()) summary += ", ";
+    summary += std::to_string(c->batch_size) + " as " + std::to_string(c->batch_size / c->slice) +
+               " x " + std::to_string(c->slice);
+  }
+  return summary;
 }
 
 std::vector<int64_t> InferenceRunner::batch_sizes() const {
@@ -47,13 +119,17 @@ std::vector<int64_t> InferenceRunner::batch_sizes() const {
 }
 
 void InferenceRunner::run(int64_t batch_size, const float* images, float* logits) {
-  auto it = std::find_if(graphs_.begin(), graphs_.end(),
-                         [&](const Compiled& c) { return c.batch_size == batch_size; });
-  CompiledGraph& graph = *it->compiled;
-  const size_t n = static_cast<size_t>(batch_size);
-  backend_.upload(graph.images(), images, n * static_cast<size_t>(image_floats_) * sizeof(float));
-  graph.forward(StepContext{});
-  backend_.download(logits, graph.logits(), n * static_cast<size_t>(num_classes_) * sizeof(float));
+  const int64_t slice = graphs_[index_of(batch_size)].slice;
+  CompiledGraph& graph = *graphs_[index_of(slice)].compiled;
+  const size_t in_floats = static_cast<size_t>(slice * image_floats_);
+  const size_t out_floats = static_cast<size_t>(slice * num_classes_);
+  for (int64_t done = 0; done < batch_size; done += slice) {
+    backend_.upload(graph.images(), images, in_floats * sizeof(float));
+    graph.forward(StepContext{});
+    backend_.download(logits, graph.logits(), out_floats * sizeof(float));
+    images += in_floats;
+    logits += out_floats;
+  }
 }
 
 }  // namespace ic

@@ -2,10 +2,19 @@
 // (graph/inference_graph.h: batch norm folded into the convolutions, ReLUs fused, forward-only
 // kernels, timed convolution plans) compiled once per batch size, over ONE upload of its
 // values that every batch size shares. classify and serve run their batches through it.
+//
+// A batch may run as slices: batch/s runs of the compiled graph of s images. A network bound
+// by memory (MobileNet's, EfficientNet's depthwise blocks) whose activations for a large
+// batch overflow the caches runs faster so; one bound by arithmetic (Inception) does not.
+// Where several sizes are compiled and timing is on (InferenceGraphOptions::time_algorithms
+// and IC_CONV_TIMING not 0), create() times each compiled graph once and runs every batch size
+// as the slices with the least time per image. Slices of one image give that image's logits
+// of the size-1 graph, bit for bit; another compiled size may round differently.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -35,13 +44,34 @@ class InferenceRunner {
   // writes their logits [batch_size, num_classes]. One caller at a time.
   void run(int64_t batch_size, const float* images, float* logits);
 
+  // The inference graph compiled for `batch_size` (one of batch_sizes()) and its kernels, for
+  // reports (multiply-adds, the arena, IC_PROFILE).
+  const Graph& graph(int64_t batch_size) const { return graphs_[index_of(batch_size)].graph; }
+  const CompiledGraph& compiled_graph(int64_t batch_size) const {
+    return *graphs_[index_of(batch_size)].compiled;
+  }
+
+  // The compiled size whose graph runs `batch_size` (itself: the whole batch at once).
+  int64_t slice_of(int64_t batch_size) const;
+  // Runs `batch_size` as slices of `slice` images from now on: both compiled, `slice` divides
+  // `batch_size` (tests and benchmarks; create() chooses by timing).
+  Status run_as_slices(int64_t batch_size, int64_t slice);
+  // The sizes that run as slices, "32 as 8 x 4, 16 as 4 x 4"; "" when every batch runs whole.
+  std::string slices_summary() const;
+
  private:
   explicit InferenceRunner(Backend& backend) : backend_(backend) {}
   struct Compiled {
     int64_t batch_size = 0;
-    Graph graph;  // the inference graph the kernels were compiled from
+    int64_t slice = 0;  // the compiled size that runs it (batch_size: itself)
+    Graph graph;        // the inference graph the kernels were compiled from
     std::unique_ptr<CompiledGraph> compiled;
   };
+  size_t index_of(int64_t batch_size) const;  // of a compiled size
+  // Times one run of each graph (after a warm-up) and gives each size the slices of least time
+  // per image.
+  void choose_slices_by_timing();
+
   Backend& backend_;
   DeviceParams params_;
   std::vector<Compiled> graphs_;  // ascending batch size

@@ -230,7 +230,10 @@ void ModelManager::load(const std::shared_ptr<Model>& model, int64_t version,
        << (replaces ? " (was " + std::to_string(before->version()) + ")" : std::string()) << " of "
        << model->name << " from " << fresh->checkpoint() << " (" << describe(fresh->meta())
        << "), precision " << precision_name(fresh->precision()) << " (" << fresh->precision_reason()
-       << "), in " << seconds << " s";
+       << ")";
+  if (const std::string slices = fresh->slices_summary(); !slices.empty())
+    line << ", batches " << slices;
+  line << ", in " << seconds << " s";
   log(line.str());
 }
 

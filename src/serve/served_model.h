@@ -46,6 +46,8 @@ class ServedModel {
   // The precision the model computes in, and how it was chosen ("asked for", "auto: ...").
   InferencePrecision precision() const { return precision_; }
   const std::string& precision_reason() const { return precision_reason_; }
+  // The buckets that run as slices of a smaller one (runtime/inference_runner.h), "" for none.
+  std::string slices_summary() const { return runner_->slices_summary(); }
 
   // Runs `count` (1..max_batch_size) images, preprocessed [count, H, W, 3] in `images`, and
   // writes their logits [count, num_classes] to `logits`. One caller at a time.

@@ -91,6 +91,79 @@ TEST_P(InferenceRunnerModels, FoldedGraphEqualsTheEvaluatedModelGraph) {
 INSTANTIATE_TEST_SUITE_P(All, InferenceRunnerModels,
                          ::testing::Values("inception_v3", "inception_v4", "resnet50"));
 
+// A batch run as slices is the smaller graph run on each slice: each image's logits are the
+// size-1 graph's bit for bit, and the whole batch's to a float's rounding.
+TEST(InferenceRunner, ABatchRunAsSlicesGivesTheSmallerGraphsLogits) {
+  const std::string dir =
+      (fs::temp_directory_path() / ("ic_runner_slices_" + std::to_string(getpid()))).string();
+  const InferenceModel model = tiny_model("inception_v3", dir);
+  std::unique_ptr<Backend> backend = make_backend({}).value();
+  InferenceGraphOptions fixed;
+  fixed.time_algorithms = false;  // no timing: every batch runs whole until told otherwise
+  std::unique_ptr<InferenceRunner> runner =
+      InferenceRunner::create(*backend, model, {1, 2, 4}, fixed).value();
+  for (int64_t n : {1, 2, 4}) EXPECT_EQ(runner->slice_of(n), n);
+  EXPECT_EQ(runner->slices_summary(), "");
+
+  const int64_t floats = runner->image_floats(), classes = runner->num_classes();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> pixel(-1.f, 1.f);
+  std::vector<float> images(static_cast<size_t>(4 * floats));
+  for (float& v : images) v = pixel(rng);
+  std::vector<float> whole(static_cast<size_t>(4 * classes));
+  runner->run(4, images.data(), whole.data());
+
+  ASSERT_TRUE(runner->run_as_slices(4, 1).ok());
+  EXPECT_EQ(runner->slice_of(4), 1);
+  EXPECT_EQ(runner->slices_summary(), "4 as 4 x 1");
+  std::vector<float> sliced(whole.size());
+  runner->run(4, images.data(), sliced.data());
+  float scale = 0;
+  for (float v : whole) scale = std::max(scale, std::fabs(v));
+  for (int64_t i = 0; i < 4; ++i) {
+    std::vector<float> alone(static_cast<size_t>(classes));
+    runner->run(1, images.data() + i * floats, alone.data());
+    for (int64_t c = 0; c < classes; ++c) {
+      EXPECT_EQ(sliced[i * classes + c], alone[c]) << "image " << i << " class " << c;
+      EXPECT_NEAR(sliced[i * classes + c], whole[i * classes + c], 1e-5f * std::max(scale, 1.f));
+    }
+  }
+  // Slices of 2: the size-2 graph's logits, pair by pair.
+  ASSERT_TRUE(runner->run_as_slices(4, 2).ok());
+  EXPECT_EQ(runner->slices_summary(), "4 as 2 x 2");
+  runner->run(4, images.data(), sliced.data());
+  std::vector<float> pair(static_cast<size_t>(2 * classes));
+  runner->run(2, images.data() + 2 * floats, pair.data());
+  for (int64_t k = 0; k < 2 * classes; ++k) EXPECT_EQ(sliced[2 * classes + k], pair[k]) << k;
+
+  // Only compiled sizes that divide the batch.
+  EXPECT_EQ(runner->run_as_slices(4, 3).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(runner->run_as_slices(2, 4).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(runner->run_as_slices(8, 2).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(runner->slice_of(4), 2);  // a refused plan changes nothing
+  fs::remove_all(dir);
+}
+
+// Timed (the default), each size runs whole or as slices of a smaller compiled size dividing
+// it, and the logits are the same to a float's rounding either way.
+TEST(InferenceRunner, TimedSlicesAreCompiledSizesThatDivideTheBatch) {
+  const std::string dir =
+      (fs::temp_directory_path() / ("ic_runner_timed_" + std::to_string(getpid()))).string();
+  const InferenceModel model = tiny_model("inception_v3", dir);
+  std::unique_ptr<Backend> backend = make_backend({}).value();
+  std::unique_ptr<InferenceRunner> runner =
+      InferenceRunner::create(*backend, model, {1, 2, 4, 6}).value();
+  const std::vector<int64_t> sizes = runner->batch_sizes();
+  for (int64_t n : sizes) {
+    const int64_t slice = runner->slice_of(n);
+    EXPECT_TRUE(std::find(sizes.begin(), sizes.end(), slice) != sizes.end()) << n;
+    EXPECT_EQ(n % slice, 0) << n << " as slices of " << slice;
+  }
+  EXPECT_EQ(runner->slice_of(1), 1);
+  EXPECT_NE(runner->slice_of(6), 4);
+  fs::remove_all(dir);
+}
+
 TEST(InferenceRunner, NoBatchSizeOrABadOneIsAnError) {
   const std::string dir =
       (fs::temp_directory_path() / ("ic_runner_bad_" + std::to_string(getpid()))).string();
