@@ -259,6 +259,9 @@ int main(int argc, char** argv) {
                  stats.pools_after_conv, stats.bf16_activations, stats.casts, stats.int8_outputs,
                  stats.u8_pools, stats.u8_concats, stats.requantized, a.batch, how.c_str(),
                  static_cast<long long>(slice), runner->compiled_graph(slice).summary().c_str());
+    precision_note += " batch_runs=" + (slice == a.batch ? std::string("whole")
+                                                         : std::to_string(a.batch / slice) + "x" +
+                                                               std::to_string(slice));
     executed = runner->graph(a.batch);
     logits.resize(static_cast<size_t>(a.batch * options->num_classes));
     run = [&] { runner->run(a.batch, images.data(), logits.data()); };
