@@ -1,9 +1,11 @@
 #include "core/stop_signal.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -19,7 +21,7 @@ char g_program[128] = "";
 static_assert(std::atomic<bool>::is_always_lock_free, "signal handler needs a lock-free flag");
 static_assert(std::atomic<int>::is_always_lock_free, "signal handler needs a lock-free count");
 
-// Only async-signal-safe calls from here on: write(2), _exit(2), alarm(2).
+// Only async-signal-safe calls from here on: write(2), _exit(2), alarm(2), fcntl(2).
 void write_text(const char* text) {
   ssize_t ignored = write(STDERR_FILENO, text, std::strlen(text));
   (void)ignored;
@@ -32,10 +34,34 @@ void write_text(const char* text) {
   _exit(128 + signal_number);
 }
 
+// Output nobody reads must not keep a stopping program from its checkpoint: mpirun, when it is
+// signalled, stops draining its processes' stdout (a pseudo-terminal) and stderr (a pipe), and
+// a trainer that logs every step then blocks writing to a full one, never reaches its step
+// boundary, and is killed by mpirun's SIGKILL a second later with no checkpoint. From the stop
+// signal on, stdout and stderr do not block: a full one drops the output (the write fails with
+// EAGAIN; an interrupted blocked write is restarted and fails so too). The descriptors' flags
+// are put back at exit, since a terminal's are shared with the shell.
+int g_output_flags[2] = {-1, -1};  // stdout's and stderr's, read when the handlers are installed
+
+void stop_blocking_on_output() {
+  for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    const int flags = g_output_flags[fd - STDOUT_FILENO];
+    if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  }
+}
+
+extern "C" void restore_output_blocking() {
+  for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    const int flags = g_output_flags[fd - STDOUT_FILENO];
+    if (flags >= 0) fcntl(fd, F_SETFL, flags);
+  }
+}
+
 extern "C" void on_stop_signal(int signal_number) {
   if (g_signals_seen.fetch_add(1, std::memory_order_relaxed) > 0) {
     exit_now(signal_number, "a second stop signal");
   }
+  stop_blocking_on_output();
   g_signal.store(signal_number, std::memory_order_relaxed);
   g_stop.store(true, std::memory_order_relaxed);
   const int timeout = g_timeout_secs.load(std::memory_order_relaxed);
@@ -55,6 +81,11 @@ void install_stop_signal_handlers(const char* program, int timeout_secs) {
   if (!prefix.empty()) prefix += ": ";
   std::strncpy(g_program, prefix.c_str(), sizeof(g_program) - 1);
   g_timeout_secs.store(timeout_secs, std::memory_order_relaxed);
+  if (g_output_flags[0] < 0 && g_output_flags[1] < 0) {
+    g_output_flags[0] = fcntl(STDOUT_FILENO, F_GETFL);
+    g_output_flags[1] = fcntl(STDERR_FILENO, F_GETFL);
+    std::atexit(restore_output_blocking);
+  }
   struct sigaction action = {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);

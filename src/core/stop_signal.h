@@ -4,6 +4,9 @@
 // within the timeout (a step that never ends, an input that never yields), exits at once with
 // a message and exit code 128 + signal. The last checkpoint is intact anyway: checkpoint writes
 // are atomic (io/checkpoint_dir.h), so even SIGKILL never leaves a half-written one.
+// From the first signal on, stdout and stderr do not block (their flags come back at exit): a
+// launcher that stops reading them (mpirun, once signalled) must not keep the run from its
+// checkpoint; output that finds them full is dropped.
 #pragma once
 
 namespace ic {

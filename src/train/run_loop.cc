@@ -424,6 +424,9 @@ Status Session::train_until(int64_t target) {
                           seconds_since(last_save_time_) >= options_.save_checkpoints_secs;
     if (reducer_.any(save_due) && state_->global_step < target) IC_RETURN_IF_ERROR(save());
   }
+  // After a stop signal stdout does not block (core/stop_signal.h): a write that found it full
+  // left the stream failed, and the last lines get another try.
+  if (stopped_) log_.clear();
   if (state_->global_step != last_saved_step_) IC_RETURN_IF_ERROR(save());
   if (stopped_) {
     log_ << "Stop requested" << (stop_signal_number() ? " by signal " : "")

