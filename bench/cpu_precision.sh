@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One model (MODEL, default Inception v3 at 299x299) on the CPU in each precision, ours against
 # its peers, one run on one machine with the same threads. Prints the machine (uptime, CPU model,
-# its ISA flags), then images/sec as min/median/max over REPEATS back-to-back runs, ours /
-# peer at the same precision and batch (medians), and for ours the achieved GFLOP/s and GB/s
+# its ISA flags), then images/sec as min/median/max over REPEATS rounds (each round runs every
+# configuration once, ours and the peers in turn), ours / peer at the same precision and batch
+# (medians), and for ours the achieved GFLOP/s and GB/s
 # (inception_bench: Graph::multiply_adds and Graph::bytes_accessed at the median rate):
 #   ours        float32 / bfloat16 / int8 inference at batch 1, 8, 32; float32 / bfloat16 training
 #               at batch 32 (inception_bench; its int8 scales come from random data: speed only)
@@ -74,29 +75,52 @@ miss() {
   echo "MISSING $1"
 }
 
-# measure KEY COMMAND...: runs COMMAND `repeats` times back to back, keeps each images/sec.
+# measure KEY COMMAND...: queues COMMAND under KEY. run_rounds then runs `repeats` rounds, each
+# running every queued command once in turn: ours and the peers alternate, so a slow spell of
+# a shared machine falls on all of them alike rather than on whoever ran during it.
+queued_keys=()
+queued_commands=()
 measure() {
-  local key=$1 out rate i status
+  local key=$1
   shift
-  for ((i = 0; i < repeats; ++i)); do
-    out=$("$@" 2>"$work/err")
-    status=$?
-    if ((status != 0)); then
-      miss "$key: exit status $status$( ((status > 128)) && echo " (signal $((status - 128)))"): $(tail -n 2 "$work/err" | tr '\n' ' ')"
-      return 1
-    fi
-    rate=$(sed -nE 's/.*_images_per_sec=([0-9.]+).*/\1/p' <<<"$out" | tail -n 1)
-    [[ -n $rate ]] || {
-      miss "$key: no images/sec in its output: $out"
-      return 1
-    }
-    echo "$key: $out"
-    runs[$key]+="$rate "
-    chosen[$key]=$(sed -nE 's/.*precision=default\(([a-z0-9]+)\).*/\1/p' <<<"$out" | tail -n 1)
-    if [[ $out =~ gflops=([0-9.]+).*gbytes_per_sec=([0-9.]+) ]]; then
-      per_image[$key]=$(awk -v r="$rate" -v f="${BASH_REMATCH[1]}" -v b="${BASH_REMATCH[2]}" \
-        'BEGIN { print f / r, b / r }')
-    fi
+  queued_keys+=("$key")
+  queued_commands+=("$(printf '%q ' "$@")")
+}
+
+# run_once KEY COMMAND...: one run; keeps its images/sec (and what the peer chose, and for ours
+# the GFLOP and GB of one image). Fails, saying why, when the command fails or prints no rate.
+run_once() {
+  local key=$1 out rate status
+  shift
+  out=$("$@" 2>"$work/err")
+  status=$?
+  if ((status != 0)); then
+    miss "$key: exit status $status$( ((status > 128)) && echo " (signal $((status - 128)))"): $(tail -n 2 "$work/err" | tr '\n' ' ')"
+    return 1
+  fi
+  rate=$(sed -nE 's/.*_images_per_sec=([0-9.]+).*/\1/p' <<<"$out" | tail -n 1)
+  [[ -n $rate ]] || {
+    miss "$key: no images/sec in its output: $out"
+    return 1
+  }
+  echo "$key: $out"
+  runs[$key]+="$rate "
+  chosen[$key]=$(sed -nE 's/.*precision=default\(([a-z0-9]+)\).*/\1/p' <<<"$out" | tail -n 1)
+  if [[ $out =~ gflops=([0-9.]+).*gbytes_per_sec=([0-9.]+) ]]; then
+    per_image[$key]=$(awk -v r="$rate" -v f="${BASH_REMATCH[1]}" -v b="${BASH_REMATCH[2]}" \
+      'BEGIN { print f / r, b / r }')
+  fi
+}
+
+run_rounds() {
+  local round i
+  declare -A failed=()
+  for ((round = 1; round <= repeats; ++round)); do
+    echo "== round $round of $repeats"
+    for i in "${!queued_keys[@]}"; do
+      [[ -z ${failed[${queued_keys[i]}]:-} ]] || continue
+      eval "run_once \"\${queued_keys[i]}\" ${queued_commands[i]}" || failed[${queued_keys[i]}]=1
+    done
   done
 }
 
@@ -190,6 +214,8 @@ if [[ -n $onnx ]] && wanted "${peers[*]}" openvino && has openvino openvino; the
     done
   done
 fi
+
+run_rounds
 
 # spread "v1 v2 ...": "min median max" (the median of an even count: the mean of the middle two).
 spread() {
