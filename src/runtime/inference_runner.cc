@@ -57,19 +57,19 @@ void InferenceRunner::choose_slices_by_timing() {
   const int64_t largest = graphs_.back().batch_size;
   const std::vector<float> images(static_cast<size_t>(largest * image_floats_), 0.f);
   std::vector<float> logits(static_cast<size_t>(largest * num_classes_));
-  std::vector<double> per_image;
-  for (Compiled& c : graphs_) {
-    // The first run converts weights and touches the arena; the faster of the next two is what
-    // a request sees.
-    run(c.batch_size, images.data(), logits.data());
-    double seconds = std::numeric_limits<double>::infinity();
-    for (int pass = 0; pass < 2; ++pass) {
+  // The first run of each graph converts weights and touches the arena. Then three rounds
+  // time every graph once in turn, and each keeps its fastest: on a shared machine a slow
+  // spell then lands on all sizes alike instead of on whichever was being timed.
+  for (Compiled& c : graphs_) run(c.batch_size, images.data(), logits.data());
+  std::vector<double> per_image(graphs_.size(), std::numeric_limits<double>::infinity());
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < graphs_.size(); ++i) {
       const auto start = std::chrono::steady_clock::now();
-      run(c.batch_size, images.data(), logits.data());
-      seconds = std::min(
-          seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      run(graphs_[i].batch_size, images.data(), logits.data());
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      per_image[i] = std::min(per_image[i], seconds / static_cast<double>(graphs_[i].batch_size));
     }
-    per_image.push_back(seconds / static_cast<double>(c.batch_size));
   }
   for (size_t i = 0; i < graphs_.size(); ++i) {
     // Slices must beat the whole batch by a clear margin: timings on a shared machine are
