@@ -246,9 +246,7 @@ int main(int argc, char** argv) {
     }
     const ic::InferencePassStats& stats = runner->pass_stats();
     const int64_t slice = runner->slice_of(a.batch);
-    const std::string how =
-        slice == a.batch ? "whole"
-                         : "as " + std::to_string(a.batch / slice) + " x " + std::to_string(slice);
+    const std::string how = runner->how_it_runs(a.batch);
     std::fprintf(stderr,
                  "inference graph: %d batch norms folded, %d ReLUs and %d other activations "
                  "fused, %d average pools "
@@ -259,9 +257,7 @@ int main(int argc, char** argv) {
                  stats.pools_after_conv, stats.bf16_activations, stats.casts, stats.int8_outputs,
                  stats.u8_pools, stats.u8_concats, stats.requantized, a.batch, how.c_str(),
                  static_cast<long long>(slice), runner->compiled_graph(slice).summary().c_str());
-    precision_note += " batch_runs=" + (slice == a.batch ? std::string("whole")
-                                                         : std::to_string(a.batch / slice) + "x" +
-                                                               std::to_string(slice));
+    precision_note += " batch_runs=" + how;
     executed = runner->graph(a.batch);
     logits.resize(static_cast<size_t>(a.batch * options->num_classes));
     run = [&] { runner->run(a.batch, images.data(), logits.data()); };

@@ -43,25 +43,21 @@ void write_text(const char* text) {
 // are put back at exit, since a terminal's are shared with the shell.
 int g_output_flags[2] = {-1, -1};  // stdout's and stderr's, read when the handlers are installed
 
-void stop_blocking_on_output() {
+// Sets stdout's and stderr's flags to the ones read at installation plus `added`.
+void set_output_flags(int added) {
   for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
     const int flags = g_output_flags[fd - STDOUT_FILENO];
-    if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    if (flags >= 0) fcntl(fd, F_SETFL, flags | added);
   }
 }
 
-extern "C" void restore_output_blocking() {
-  for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
-    const int flags = g_output_flags[fd - STDOUT_FILENO];
-    if (flags >= 0) fcntl(fd, F_SETFL, flags);
-  }
-}
+extern "C" void restore_output_blocking() { set_output_flags(0); }
 
 extern "C" void on_stop_signal(int signal_number) {
   if (g_signals_seen.fetch_add(1, std::memory_order_relaxed) > 0) {
     exit_now(signal_number, "a second stop signal");
   }
-  stop_blocking_on_output();
+  set_output_flags(O_NONBLOCK);
   g_signal.store(signal_number, std::memory_order_relaxed);
   g_stop.store(true, std::memory_order_relaxed);
   const int timeout = g_timeout_secs.load(std::memory_order_relaxed);

@@ -60,24 +60,28 @@ void InferenceRunner::choose_slices_by_timing() {
   // The first run of each graph converts weights and touches the arena. Then three rounds
   // time every graph once in turn, and each keeps its fastest: on a shared machine a slow
   // spell then lands on all sizes alike instead of on whichever was being timed.
-  for (Compiled& c : graphs_) run(c.batch_size, images.data(), logits.data());
-  std::vector<double> per_image(graphs_.size(), std::numeric_limits<double>::infinity());
+  for (Compiled& c : graphs_) {
+    run(c.batch_size, images.data(), logits.data());
+    c.seconds_per_image = std::numeric_limits<double>::infinity();
+  }
   for (int round = 0; round < 3; ++round) {
-    for (size_t i = 0; i < graphs_.size(); ++i) {
+    for (Compiled& c : graphs_) {
       const auto start = std::chrono::steady_clock::now();
-      run(graphs_[i].batch_size, images.data(), logits.data());
+      run(c.batch_size, images.data(), logits.data());
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      per_image[i] = std::min(per_image[i], seconds / static_cast<double>(graphs_[i].batch_size));
+      c.seconds_per_image =
+          std::min(c.seconds_per_image, seconds / static_cast<double>(c.batch_size));
     }
   }
   for (size_t i = 0; i < graphs_.size(); ++i) {
     // Slices must beat the whole batch by a clear margin: timings on a shared machine are
     // noisy, and the whole batch is what the caller compiled.
-    double best = per_image[i] * 0.9;
+    double best = graphs_[i].seconds_per_image * 0.9;
     for (size_t j = 0; j < i; ++j) {
-      if (graphs_[i].batch_size % graphs_[j].batch_size == 0 && per_image[j] < best) {
-        best = per_image[j];
+      if (graphs_[i].batch_size % graphs_[j].batch_size == 0 &&
+          graphs_[j].seconds_per_image < best) {
+        best = graphs_[j].seconds_per_image;
         graphs_[i].slice = graphs_[j].batch_size;
       }
     }
@@ -85,13 +89,12 @@ void InferenceRunner::choose_slices_by_timing() {
 }
 
 int64_t InferenceRunner::slice_of(int64_t batch_size) const {
-  for (const Compiled& c : graphs_)
-    if (c.batch_size == batch_size) return c.slice;
-  return 0;
+  const size_t i = index_of(batch_size);
+  return i < graphs_.size() ? graphs_[i].slice : 0;
 }
 
 Status InferenceRunner::run_as_slices(int64_t batch_size, int64_t slice) {
-  if (slice_of(batch_size) == 0 || slice_of(slice) == 0)
+  if (index_of(batch_size) == graphs_.size() || index_of(slice) == graphs_.size())
     return invalid_argument("batch ", batch_size, " as slices of ", slice,
                             ": both must be compiled batch sizes");
   if (slice > batch_size || batch_size % slice != 0)
@@ -99,6 +102,12 @@ Status InferenceRunner::run_as_slices(int64_t batch_size, int64_t slice) {
                             " does not divide it");
   graphs_[index_of(batch_size)].slice = slice;
   return Status();
+}
+
+std::string InferenceRunner::how_it_runs(int64_t batch_size) const {
+  const int64_t slice = slice_of(batch_size);
+  if (slice == batch_size) return "whole";
+  return std::to_string(batch_size / slice) + "x" + std::to_string(slice);
 }
 
 std::string InferenceRunner::slices_summary() const {
@@ -110,6 +119,11 @@ std::string InferenceRunner::slices_summary() const {
                " x " + std::to_string(c->slice);
   }
   return summary;
+}
+
+double InferenceRunner::timed_seconds(int64_t batch_size) const {
+  return graphs_[index_of(slice_of(batch_size))].seconds_per_image *
+         static_cast<double>(batch_size);
 }
 
 std::vector<int64_t> InferenceRunner::batch_sizes() const {

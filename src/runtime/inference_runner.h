@@ -7,8 +7,9 @@
 // by memory (MobileNet's, EfficientNet's depthwise blocks) whose activations for a large
 // batch overflow the caches runs faster so; one bound by arithmetic (Inception) does not.
 // Where several sizes are compiled and timing is on (InferenceGraphOptions::time_algorithms
-// and IC_CONV_TIMING not 0), create() times each compiled graph once and runs every batch size
-// as the slices with the least time per image. Slices of one image give that image's logits
+// and IC_CONV_TIMING not 0), create() times every compiled graph (three rounds, each graph
+// once per round, the fastest kept) and runs every batch size as the slices with the least
+// time per image. Slices of one image give that image's logits
 // of the size-1 graph, bit for bit; another compiled size may round differently.
 #pragma once
 
@@ -56,20 +57,26 @@ class InferenceRunner {
   // Runs `batch_size` as slices of `slice` images from now on: both compiled, `slice` divides
   // `batch_size` (tests and benchmarks; create() chooses by timing).
   Status run_as_slices(int64_t batch_size, int64_t slice);
+  // How `batch_size` runs, as one word: "whole" or "8x4" (8 runs of the graph of 4).
+  std::string how_it_runs(int64_t batch_size) const;
   // The sizes that run as slices, "32 as 8 x 4, 16 as 4 x 4"; "" when every batch runs whole.
   std::string slices_summary() const;
+  // Seconds `batch_size` took as it runs, from create()'s timing; 0 when create() timed
+  // nothing (one size, or timing off).
+  double timed_seconds(int64_t batch_size) const;
 
  private:
   explicit InferenceRunner(Backend& backend) : backend_(backend) {}
   struct Compiled {
     int64_t batch_size = 0;
-    int64_t slice = 0;  // the compiled size that runs it (batch_size: itself)
-    Graph graph;        // the inference graph the kernels were compiled from
+    int64_t slice = 0;             // the compiled size that runs it (batch_size: itself)
+    double seconds_per_image = 0;  // this graph's, as timed by create(); 0: not timed
+    Graph graph;                   // the inference graph the kernels were compiled from
     std::unique_ptr<CompiledGraph> compiled;
   };
-  size_t index_of(int64_t batch_size) const;  // of a compiled size
-  // Times one run of each graph (after a warm-up) and gives each size the slices of least time
-  // per image.
+  size_t index_of(int64_t batch_size) const;  // graphs_.size() when not compiled
+  // Times every graph (a warm-up, then three rounds) and gives each size the slices of least
+  // time per image.
   void choose_slices_by_timing();
 
   Backend& backend_;

@@ -36,8 +36,10 @@ Result<std::unique_ptr<InferenceRunner>> compile(Backend& backend, const Inferen
 }
 
 // The fastest of `runs` forwards of `batch` zero images, in seconds (after one warm-up run,
-// which also touches every buffer once).
+// which also touches every buffer once). A runner that timed its graphs when it was created
+// (several batch sizes: InferenceRunner::timed_seconds) is not timed again.
 double fastest_forward(InferenceRunner& runner, int64_t batch, int runs) {
+  if (const double timed = runner.timed_seconds(batch); timed > 0) return timed;
   const std::vector<float> images(static_cast<size_t>(batch * runner.image_floats()), 0.f);
   std::vector<float> logits(static_cast<size_t>(batch * runner.num_classes()));
   runner.run(batch, images.data(), logits.data());

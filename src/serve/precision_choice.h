@@ -36,7 +36,8 @@ Result<PrecisionRunner> compile_in_precision(Backend& backend, const InferenceMo
                                              ServePrecision requested);
 
 // auto's timing step on its own: both runners compiled, `runs` forwards of each on zeros at
-// the largest batch size (after one warm-up), the faster kept and the other freed.
+// the largest batch size (after one warm-up; a runner of several sizes has timed them itself
+// and is not timed again), the faster kept and the other freed.
 // compile_in_precision calls it only when the backend has native bf16; where bf16 computes in
 // float32 the two are the same computation and either may win.
 Result<PrecisionRunner> faster_of_float32_and_bfloat16(Backend& backend,
