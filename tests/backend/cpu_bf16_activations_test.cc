@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/tensor.h"
@@ -139,6 +140,36 @@ TEST(CpuBf16Activations, ReluIsExact) {
   auto y = run.forward({x}, DType::bf16, {}, {x.size()}, DType::bf16);
   ASSERT_EQ(y.size(), 1u);
   expect_within(y[0], expected, 0, 0, "relu");
+}
+
+// The gradients of ReLU and ReLU6 pass dy exactly where TensorFlow's ReluGrad (y > 0) and
+// Relu6Grad (0 < x < 6) do, at the edges too, for f32 and bf16 activations. 5.96875 is the
+// largest bf16 below 6. 83 elements: the vectorized loop and its tail both run.
+TEST(CpuBf16Activations, ReluAndRelu6GradientsPassExactlyWhereTensorFlowsDo) {
+  auto backend = cpu_backend();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Vec edges{-1, -0.0, 0, 1e-30, 0.5, 5.96875, 6, 6.5, inf, -inf, nan};
+  const Shape shape{1, 1, 1, 83};
+  Vec x(shape.numel()), dy(shape.numel());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = edges[(i * 7) % edges.size()];
+    dy[i] = 1.0 + static_cast<double>(i);
+  }
+  for (DType type : {DType::f32, DType::bf16}) {
+    for (bool six : {false, true}) {
+      const OpDesc desc = six ? OpDesc(ActivationDesc{shape, Activation::relu6, type})
+                              : OpDesc(ReluDesc{shape, type});
+      Bf16Run run(*backend, desc);
+      const auto r = run.run({x}, type, {}, {}, {x.size()}, type, {dy});
+      ASSERT_EQ(r.input_grads.size(), 1u);
+      for (size_t i = 0; i < x.size(); ++i) {
+        const bool passes = six ? (x[i] > 0 && x[i] < 6) : x[i] > 0;
+        ASSERT_EQ(r.input_grads[0][i], passes ? dy[i] : 0.0)
+            << (six ? "relu6" : "relu") << " " << dtype_name(type) << " at x=" << x[i];
+      }
+    }
+  }
 }
 
 TEST(CpuBf16Activations, AddRoundsOnce) {

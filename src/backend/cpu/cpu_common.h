@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/vector_loops.h"
 
 namespace ic::cpu {
 
@@ -97,6 +98,17 @@ inline float narrow<float>(float v) {
 template <>
 inline Bf16 narrow<Bf16>(float v) {
   return Bf16{float_to_bf16(v)};
+}
+
+// dx = dy where lo < v <= hi, else 0, over [0, count) (vector_loops.h; one thread's share).
+inline void masked_grad(const float* v, const float* dy, float* dx, int64_t count, float lo,
+                        float hi) {
+  masked_grad_f32(v, dy, dx, count, lo, hi);
+}
+inline void masked_grad(const Bf16* v, const float* dy, float* dx, int64_t count, float lo,
+                        float hi) {
+  static_assert(sizeof(Bf16) == sizeof(uint16_t));
+  masked_grad_bf16(reinterpret_cast<const uint16_t*>(v), dy, dx, count, lo, hi);
 }
 
 // Kernel<float> or Kernel<Bf16>, as `type` says; other types are refused naming `op`.

@@ -42,7 +42,7 @@ class ReluKernel final : public OpKernel {
     const auto* dy = static_cast<const float*>(b_.output_grads[0]);
     auto* dx = static_cast<float*>(b_.input_grads[0]);
     chunked(count_, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) dx[i] = widen(y[i]) > 0.f ? dy[i] : 0.f;
+      masked_grad(y + s, dy + s, dx + s, e - s, 0.f, INFINITY);
     });
   }
 
@@ -78,7 +78,7 @@ class AddKernel final : public OpKernel {
       if (!dx) continue;
       chunked(count_, [&](int64_t s, int64_t e) {
         if (relu_) {
-          for (int64_t i = s; i < e; ++i) dx[i] = widen(y[i]) > 0.f ? dy[i] : 0.f;
+          masked_grad(y + s, dy + s, dx + s, e - s, 0.f, INFINITY);
         } else if (dx != dy) {
           std::memcpy(dx + s, dy + s, sizeof(float) * static_cast<size_t>(e - s));
         }

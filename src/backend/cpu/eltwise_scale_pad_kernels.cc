@@ -6,6 +6,7 @@
 // The activation functions run as oneDNN eltwise primitives forward (vectorised exp), and
 // backward as oneDNN's f32 eltwise backward on x, widened first when x is bf16; ReLU6's backward
 // is a plain loop, so that its gradient passes exactly where TensorFlow's does (0 < x < 6).
+#include <cmath>
 #include <cstring>
 
 #include "backend/cpu/cpu_common.h"
@@ -116,11 +117,9 @@ class ActivationKernel final : public OpKernel {
   void relu6_backward(const T* x) {
     const auto* dy = static_cast<const float*>(b_.output_grads[0]);
     auto* dx = static_cast<float*>(b_.input_grads[0]);
+    const float below_six = std::nextafter(6.f, 0.f);  // passes 0 < x < 6, as Relu6Grad
     chunked(d_.input.numel(), [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) {
-        const float v = widen(x[i]);
-        dx[i] = v > 0.f && v < 6.f ? dy[i] : 0.f;
-      }
+      masked_grad(x + s, dy + s, dx + s, e - s, 0.f, below_six);
     });
   }
 

@@ -36,6 +36,25 @@ void relu_bf16(const uint16_t* x, uint16_t* y, int64_t count) {
 }
 
 IC_FOR_EACH_X86_LEVEL
+void masked_grad_f32(const float* v, const float* dy, float* dx, int64_t count, float lo,
+                     float hi) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float g = dy[i];  // loaded whatever the mask, so that the loop vectorizes
+    dx[i] = (v[i] > lo) & (v[i] <= hi) ? g : 0.f;
+  }
+}
+
+IC_FOR_EACH_X86_LEVEL
+void masked_grad_bf16(const uint16_t* v, const float* dy, float* dx, int64_t count, float lo,
+                      float hi) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float x = std::bit_cast<float>(static_cast<uint32_t>(v[i]) << 16);
+    const float g = dy[i];
+    dx[i] = (x > lo) & (x <= hi) ? g : 0.f;
+  }
+}
+
+IC_FOR_EACH_X86_LEVEL
 void quantize_to_u8(const float* x, uint8_t* y, int64_t count, float inverse_scale, float top) {
   constexpr float kRound = 8388608.f;  // 2^23: adding and subtracting it rounds to nearest even
   for (int64_t i = 0; i < count; ++i) {
