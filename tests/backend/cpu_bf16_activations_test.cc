@@ -320,7 +320,41 @@ TEST(CpuBf16Activations, DropoutKeepsItsMask) {
 
 // Training convolution: bf16 x and y, f32 gradients. x, w and dy are bf16 values already, so
 // where the CPU computes in bf16 only the sums' f32 rounding differs from the reference.
-TEST(CpuBf16Activations, ConvolutionTrainsWithFloat32Gradients) {
+// Training convolutions asked for bf16 compute in bf16 where bf16 outpaces f32 (AMX), else in
+// f32 on the widened bf16 activations; IC_BF16_TRAINING_CONVS forces either, so that both run
+// on every CPU with bf16 convolutions. Both give the reference's answers within bf16's bounds.
+class ScopedTrainingConvs {
+ public:
+  explicit ScopedTrainingConvs(const char* value) { ::setenv("IC_BF16_TRAINING_CONVS", value, 1); }
+  ~ScopedTrainingConvs() { ::unsetenv("IC_BF16_TRAINING_CONVS"); }
+  ScopedTrainingConvs(const ScopedTrainingConvs&) = delete;
+  ScopedTrainingConvs& operator=(const ScopedTrainingConvs&) = delete;
+};
+
+TEST(CpuBf16Activations, TrainingConvolutionsComputeAsTheRuleSays) {
+  for (const char* mode : {"bf16", "f32"}) {
+    const ScopedTrainingConvs scoped(mode);
+    auto backend = cpu_backend();  // reads the variable
+    if (!backend->has_native_bf16()) GTEST_SKIP() << kNoBf16Kernels;
+    Conv2dDesc d;
+    d.input = Shape{2, 7, 6, 5};
+    d.out_channels = 6;
+    d.kernel_h = d.kernel_w = 3;
+    d.compute = DType::bf16;
+    d.activations = DType::bf16;
+    d.training = true;
+    auto training = backend->compile(d);
+    ASSERT_TRUE(training.ok()) << training.status().message();
+    const std::string how = (*training)->implementation();
+    EXPECT_EQ(how.ends_with(" bf16"), std::string_view(mode) == "bf16") << mode << ": " << how;
+    d.training = false;  // inference convolutions compute in bf16 either way
+    auto inference = backend->compile(d);
+    ASSERT_TRUE(inference.ok()) << inference.status().message();
+    EXPECT_TRUE((*inference)->implementation().ends_with(" bf16")) << mode;
+  }
+}
+
+void train_one_bf16_convolution() {
   auto backend = cpu_backend();
   Conv2dDesc d;
   d.input = Shape{2, 7, 6, 5};
@@ -344,6 +378,14 @@ TEST(CpuBf16Activations, ConvolutionTrainsWithFloat32Gradients) {
   expect_within(r.input_grads[0], grads.dx, 1e-4, 1e-4, "conv dx");
   expect_within(r.param_grads[0], grads.dw, 1e-4, 1e-4, "conv dw");
   expect_within(r.param_grads[1], grads.db, 1e-4, 1e-4, "conv db");
+}
+
+TEST(CpuBf16Activations, ConvolutionTrainsWithFloat32Gradients) {
+  for (const char* mode : {"bf16", "f32"}) {
+    SCOPED_TRACE(std::string("IC_BF16_TRAINING_CONVS=") + mode);
+    const ScopedTrainingConvs scoped(mode);
+    train_one_bf16_convolution();
+  }
 }
 
 TEST(CpuBf16Activations, ConvolutionReadsAndWritesBf16) {

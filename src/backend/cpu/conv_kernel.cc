@@ -24,12 +24,14 @@
 // region, and reorders the weights again (cheap) rather than keeping forward's copy.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/cpu_common.h"
@@ -45,15 +47,23 @@ using dnnl::memory;
 using dnnl::prop_kind;
 
 // bf16 where asked and the CPU has bf16 convolutions; else float32, which is at least as
-// accurate (the backend's description says when bf16 falls back).
+// accurate (the backend's description says when bf16 falls back). Training convolutions also
+// compute in float32 where bf16 multiply-adds are no faster (bf16_outpaces_f32): their bf16
+// activations are widened on the way in and rounded on the way out, as on a CPU without bf16.
+// Training then keeps bf16's halved activation memory and traffic for the memory-bound ops
+// and the f32 convolutions' speed: on a 2-core Xeon with AVX512_BF16 and no AMX, DenseNet-121
+// trained at 4.5 images/sec with bf16 convolutions and 7.1-7.4 with these (f32: 9-10).
+// Inference keeps bf16: its convolutions carry the fused post-ops, and widening there cost more
+// than it saved (MobileNet v2 at batch 1: 158 images/sec in bf16, 115 widened).
 dt compute_type(const Conv2dDesc& d, const DnnlContext& ctx) {
-  return d.compute == DType::bf16 && ctx.native_bf16 ? dt::bf16 : dt::f32;
+  if (d.compute != DType::bf16 || !ctx.native_bf16) return dt::f32;
+  return d.training && !ctx.bf16_training_convolutions ? dt::f32 : dt::bf16;
 }
 
 // Winograd pays for its layout conversions only on large maps with enough channels.
-bool prefers_winograd(const Conv2dDesc& d) {
+bool prefers_winograd(const Conv2dDesc& d, const DnnlContext& ctx) {
   const Shape out = d.output();
-  return d.compute == DType::f32 && d.groups == 1 && d.kernel_h == 3 && d.kernel_w == 3 &&
+  return compute_type(d, ctx) == dt::f32 && d.groups == 1 && d.kernel_h == 3 && d.kernel_w == 3 &&
          d.stride_h == 1 && d.stride_w == 1 && out.h() * out.w() >= 35 * 35 && d.input.c() >= 32 &&
          d.out_channels >= 32;
 }
@@ -326,7 +336,7 @@ class ConvKernel final : public OpKernel {
 
 // The fixed rule: Winograd where it is preferred and this CPU has it, else direct on NHWC.
 std::unique_ptr<ConvKernel> default_kernel(const Conv2dDesc& d, DnnlContext& ctx) {
-  if (prefers_winograd(d)) {
+  if (prefers_winograd(d, ctx)) {
     try {
       return std::make_unique<ConvKernel>(
           d, ctx, ConvPlan{algorithm::convolution_winograd, dt::f32, tag::any});
@@ -454,6 +464,15 @@ memory::desc conv_weights_md(const Conv2dDesc& d, dt type, tag format) {
   return memory::desc(
       {d.groups, d.out_channels / d.groups, d.in_channels_per_group(), d.kernel_h, d.kernel_w},
       type, format);
+}
+
+bool bf16_outpaces_f32() {
+  if (const char* env = std::getenv("IC_BF16_TRAINING_CONVS"); env != nullptr) {
+    if (std::string_view(env) == "bf16") return true;
+    if (std::string_view(env) == "f32") return false;
+  }
+  const auto amx = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
+  return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & amx) == amx;
 }
 
 bool has_bf16_convolutions(const dnnl::engine& engine) {

@@ -59,6 +59,11 @@ struct ConvertedWeights {
 
 // Whether oneDNN builds bf16 convolutions on this CPU (it needs AVX-512).
 bool has_bf16_convolutions(const dnnl::engine& engine);
+// Whether this CPU multiplies and adds bf16 faster than f32: with AMX, several times; with
+// AVX512_BF16 alone, no (one 32-pair VDPBF16PS a cycle against two 16-wide f32 FMAs), and
+// oneDNN's bf16 convolutions then lose to its f32 ones, which also have Winograd.
+// IC_BF16_TRAINING_CONVS=bf16 or =f32 overrides it, for tests and measurements.
+bool bf16_outpaces_f32();
 
 // One CPU engine and one in-order stream for the whole backend, and the converted constant
 // weights its kernels share (conv_kernel.cc; the timed convolution plans are shared by every
@@ -68,6 +73,8 @@ struct DnnlContext {
   dnnl::stream stream{engine};
   // Without it, convolutions asked to compute in bf16 compute in float32.
   bool native_bf16 = has_bf16_convolutions(engine);
+  // Whether training convolutions asked for bf16 compute in bf16 (conv_kernel.cc says when).
+  bool bf16_training_convolutions = native_bf16 && bf16_outpaces_f32();
   std::vector<std::weak_ptr<ConvertedWeights>> converted_weights;
 };
 
