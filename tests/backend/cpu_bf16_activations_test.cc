@@ -354,18 +354,25 @@ TEST(CpuBf16Activations, TrainingConvolutionsComputeAsTheRuleSays) {
   }
 }
 
-void train_one_bf16_convolution() {
+// One training convolution with bf16 activations against the reference: y within bf16's
+// rounding, the f32 gradients within 1e-4 relative (the sums run in f32 either way).
+void train_one_bf16_convolution(const Shape& input, int64_t filters, int k, int stride,
+                                Padding padding) {
+  SCOPED_TRACE(input.str() + " " + std::to_string(filters) + " filters " + std::to_string(k) + "x" +
+               std::to_string(k) + " stride " + std::to_string(stride));
   auto backend = cpu_backend();
   Conv2dDesc d;
-  d.input = Shape{2, 7, 6, 5};
-  d.out_channels = 6;
-  d.kernel_h = d.kernel_w = 3;
+  d.input = input;
+  d.out_channels = filters;
+  d.kernel_h = d.kernel_w = k;
+  d.stride_h = d.stride_w = stride;
+  d.padding = padding;
   d.has_bias = true;
   d.compute = DType::bf16;
   d.activations = DType::bf16;
   const Vec x = rounded_to_bf16(random_vec(d.input.numel(), 23));
-  const Vec w = rounded_to_bf16(random_vec(size_t(9 * 5 * 6), 24));
-  const Vec bias = random_vec(6, 25);
+  const Vec w = rounded_to_bf16(random_vec(size_t(d.weight_count()), 24));
+  const Vec bias = random_vec(size_t(filters), 25);
   const Vec expected = ref::conv2d_forward(d, x, w, bias);
   const Vec dy = rounded_to_bf16(random_vec(expected.size(), 26));
   const ref::ConvGrads grads = ref::conv2d_backward(d, x, w, dy);
@@ -374,7 +381,8 @@ void train_one_bf16_convolution() {
   ASSERT_EQ(r.outputs.size(), 1u);
   ASSERT_EQ(r.input_grads.size(), 1u);
   ASSERT_EQ(r.param_grads.size(), 2u);
-  expect_within(r.outputs[0], expected, 1e-4, kBf16Rounding, "conv y");
+  const double sum_bound = kBf16Rounding * k * k * static_cast<double>(input.c());
+  expect_within(r.outputs[0], expected, 1e-4 + sum_bound, kBf16Rounding, "conv y");
   expect_within(r.input_grads[0], grads.dx, 1e-4, 1e-4, "conv dx");
   expect_within(r.param_grads[0], grads.dw, 1e-4, 1e-4, "conv dw");
   expect_within(r.param_grads[1], grads.db, 1e-4, 1e-4, "conv db");
@@ -384,7 +392,10 @@ TEST(CpuBf16Activations, ConvolutionTrainsWithFloat32Gradients) {
   for (const char* mode : {"bf16", "f32"}) {
     SCOPED_TRACE(std::string("IC_BF16_TRAINING_CONVS=") + mode);
     const ScopedTrainingConvs scoped(mode);
-    train_one_bf16_convolution();
+    train_one_bf16_convolution({2, 7, 6, 5}, 6, 3, 1, Padding::same);
+    train_one_bf16_convolution({2, 9, 9, 32}, 64, 1, 1, Padding::same);
+    train_one_bf16_convolution({2, 17, 17, 48}, 40, 3, 2, Padding::valid);
+    train_one_bf16_convolution({2, 37, 37, 32}, 32, 3, 1, Padding::same);
   }
 }
 
