@@ -212,6 +212,36 @@ TEST(CpuBf16Activations, GlobalAvgPoolSumsInFloat32) {
   expect_within(y[0], expected, 1e-6, kBf16Rounding, "global_avg_pool");
 }
 
+// Global average pooling splits by example and by channel blocks (batch 1 too), and
+// squeeze-and-excitation's product runs vectorized: several blocks, their tails and batch 1.
+// The product of two bf16 values is exact in float, so the bf16 product is that rounded once.
+TEST(CpuBf16Activations, GlobalAvgPoolAndScaleChannelsOverChannelBlocks) {
+  auto backend = cpu_backend();
+  for (const Shape& shape : {Shape{1, 5, 3, 70}, Shape{3, 4, 4, 37}}) {
+    SCOPED_TRACE(shape.str());
+    const Vec x = rounded_to_bf16(random_vec(shape.numel(), 41));
+    const Vec scale = rounded_to_bf16(random_vec(shape.n() * shape.c(), 42));
+    Vec product(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const size_t n = i / static_cast<size_t>(shape.h() * shape.w() * shape.c());
+      product[i] = x[i] * scale[n * static_cast<size_t>(shape.c()) + i % size_t(shape.c())];
+    }
+    const Vec pooled = ref::global_avg_pool_forward(shape, x);
+    for (DType type : {DType::f32, DType::bf16}) {
+      const bool bf16 = type == DType::bf16;
+      Bf16Run pool(*backend, GlobalAvgPoolDesc{shape, type});
+      auto y = pool.forward({x}, type, {}, {pooled.size()}, type);
+      ASSERT_EQ(y.size(), 1u);
+      expect_within(y[0], pooled, 1e-6, bf16 ? kBf16Rounding : 1e-6, "global_avg_pool");
+      Bf16Run scale_channels(*backend, ChannelScaleDesc{shape, type});
+      auto z = scale_channels.forward({x, scale}, type, {}, {x.size()}, type);
+      ASSERT_EQ(z.size(), 1u);
+      expect_within(z[0], bf16 ? rounded_to_bf16(product) : product, 0, bf16 ? 0 : 1e-7,
+                    "scale_channels");
+    }
+  }
+}
+
 TEST(CpuBf16Activations, PoolsForwardOnly) {
   auto backend = cpu_backend();
   if (!backend->supports_bf16_activations()) GTEST_SKIP() << kNoBf16Kernels;

@@ -117,6 +117,21 @@ inline void masked_grad(const Bf16* v, const float* dy, float* dx, int64_t count
   static_assert(sizeof(Bf16) == sizeof(uint16_t));
   masked_grad_bf16(reinterpret_cast<const uint16_t*>(v), dy, dx, count, lo, hi);
 }
+// sum[i] += x[r * stride + i] over rows r in order (vector_loops.h).
+inline void sum_rows(const float* x, int64_t rows, int64_t stride, float* sum, int64_t count) {
+  sum_rows_f32(x, rows, stride, sum, count);
+}
+inline void sum_rows(const Bf16* x, int64_t rows, int64_t stride, float* sum, int64_t count) {
+  sum_rows_bf16(reinterpret_cast<const uint16_t*>(x), rows, stride, sum, count);
+}
+// y[i] = x[i] * s[i], rounded once in bf16 (vector_loops.h).
+inline void multiply(const float* x, const float* s, float* y, int64_t count) {
+  multiply_f32(x, s, y, count);
+}
+inline void multiply(const Bf16* x, const Bf16* s, Bf16* y, int64_t count) {
+  multiply_bf16(reinterpret_cast<const uint16_t*>(x), reinterpret_cast<const uint16_t*>(s),
+                reinterpret_cast<uint16_t*>(y), count);
+}
 
 // Kernel<float> or Kernel<Bf16>, as `type` says; other types are refused naming `op`.
 template <template <typename> class Kernel, typename Desc>

@@ -166,14 +166,17 @@ class GlobalAvgPoolKernel final : public OpKernel {
     auto* sums =
         std::is_same_v<T, float> ? reinterpret_cast<float*>(y) : static_cast<float*>(b_.workspace);
     const float scale = 1.f / static_cast<float>(hw_);
-    parallel_for(n_, 1, [&](int64_t n) {
-      float* sn = sums + n * c_;
-      std::fill(sn, sn + c_, 0.f);
-      for (int64_t p = 0; p < hw_; ++p) {
-        const T* xp = x + (n * hw_ + p) * c_;
-        for (int64_t c = 0; c < c_; ++c) sn[c] += widen(xp[c]);
-      }
-      for (int64_t c = 0; c < c_; ++c) y[n * c_ + c] = narrow<T>(sn[c] * scale);
+    // Split by example and by blocks of channels a cache line wide, so that batch 1 uses
+    // every thread too; each channel is still summed in pixel order, whatever the split.
+    constexpr int64_t kBlock = 64 / sizeof(T);
+    const int64_t blocks = (c_ + kBlock - 1) / kBlock;
+    parallel_for(n_ * blocks, 1, [&](int64_t nb) {
+      const int64_t n = nb / blocks, c0 = (nb % blocks) * kBlock;
+      const int64_t count = std::min(kBlock, c_ - c0);
+      float* sn = sums + n * c_ + c0;
+      std::fill(sn, sn + count, 0.f);
+      sum_rows(x + n * hw_ * c_ + c0, hw_, c_, sn, count);
+      for (int64_t c = 0; c < count; ++c) y[n * c_ + c0 + c] = narrow<T>(sn[c] * scale);
     });
   }
   void backward(const StepContext&) override {

@@ -153,11 +153,7 @@ class ChannelScaleKernel final : public OpKernel {
     const auto* s = static_cast<const T*>(b_.inputs[1]);
     auto* y = static_cast<T*>(b_.outputs[0]);
     parallel_for(n_ * pixels_, 64, [&](int64_t row) {
-      const int64_t n = row / pixels_;
-      const T* xr = x + row * c_;
-      const T* sr = s + n * c_;
-      T* yr = y + row * c_;
-      for (int64_t c = 0; c < c_; ++c) yr[c] = narrow<T>(widen(xr[c]) * widen(sr[c]));
+      multiply(x + row * c_, s + (row / pixels_) * c_, y + row * c_, c_);
     });
   }
   // dx = dy * s; ds[n,c] = sum over pixels of dy * x, each (n,c) summed in pixel order.

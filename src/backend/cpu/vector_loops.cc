@@ -2,6 +2,8 @@
 
 #include <bit>
 
+#include "core/tensor.h"
+
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define IC_SANITIZED 1
@@ -11,9 +13,11 @@
 #define IC_SANITIZED 1
 #endif
 
+// Clones by instruction set, not by "arch=": the loader picks an "arch=skylake-avx512" clone
+// only on that very CPU model (GCC's resolver compares the model, not the features), so every
+// later AVX-512 CPU (Ice Lake, Sapphire Rapids, Zen 4 and 5) ran the SSE2 default.
 #if defined(__x86_64__) && !defined(IC_SANITIZED)
-#define IC_FOR_EACH_X86_LEVEL \
-  __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define IC_FOR_EACH_X86_LEVEL __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 // Elsewhere, and under the sanitizers (whose runtime does not resolve ifuncs early enough), one
 // version.
@@ -52,6 +56,33 @@ void masked_grad_bf16(const uint16_t* v, const float* dy, float* dx, int64_t cou
     const float g = dy[i];
     dx[i] = (x > lo) & (x <= hi) ? g : 0.f;
   }
+}
+
+IC_FOR_EACH_X86_LEVEL
+void sum_rows_f32(const float* x, int64_t rows, int64_t stride, float* sum, int64_t count) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * stride;
+    for (int64_t i = 0; i < count; ++i) sum[i] += row[i];
+  }
+}
+
+IC_FOR_EACH_X86_LEVEL
+void sum_rows_bf16(const uint16_t* x, int64_t rows, int64_t stride, float* sum, int64_t count) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* row = x + r * stride;
+    for (int64_t i = 0; i < count; ++i) sum[i] += bf16_to_float(row[i]);
+  }
+}
+
+IC_FOR_EACH_X86_LEVEL
+void multiply_f32(const float* x, const float* s, float* y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) y[i] = x[i] * s[i];
+}
+
+IC_FOR_EACH_X86_LEVEL
+void multiply_bf16(const uint16_t* x, const uint16_t* s, uint16_t* y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = float_to_bf16(bf16_to_float(x[i]) * bf16_to_float(s[i]));
 }
 
 IC_FOR_EACH_X86_LEVEL
