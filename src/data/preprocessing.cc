@@ -348,10 +348,9 @@ Status preprocess_image(std::string_view encoded, std::span<const BoundingBox> b
     xs = AxisSpec{0, size.width, scale_x, ox, 0};
     crop = CropWindow{static_cast<int>(oy * scale_y), static_cast<int>(ox * scale_x),
                       static_cast<int>(out_h * scale_y), static_cast<int>(out_w * scale_x)};
-    static constexpr float kMeans[3] = {123.68f, 116.78f, 103.94f};
     map.in_scale = 1.0f / 255.0f;
     map.out_scale = 1.0f / 128.0f;
-    for (int c = 0; c < 3; ++c) map.bias[c] = -kMeans[c];
+    for (int c = 0; c < 3; ++c) map.bias[c] = -kVggMeans[c];
   }
 
   // Decode only the pixels the resampling reads, at a reduced DCT scale when it shrinks by 2x or
@@ -387,6 +386,12 @@ Status preprocess_image(std::string_view encoded, std::span<const BoundingBox> b
   }
   if (trace != nullptr) *trace = PreprocessTrace{crop, denom, flip};
   return Status();
+}
+
+std::optional<PreprocessOptions::Kind> preprocessing_kind(std::string_view name) {
+  if (name == "inception") return PreprocessOptions::Kind::inception;
+  if (name == "vgg") return PreprocessOptions::Kind::vgg;
+  return std::nullopt;
 }
 
 }  // namespace ic

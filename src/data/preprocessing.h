@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,9 @@ CropWindow central_crop_window(int height, int width, double fraction);
 void resize_bilinear(const RgbImage& image, CropWindow crop, int out_height, int out_width,
                      float* out);
 
+// VGG's per-channel means (R, G, B) on the 0-255 scale.
+inline constexpr float kVggMeans[3] = {123.68f, 116.78f, 103.94f};
+
 struct PreprocessOptions {
   enum class Kind { inception, vgg };
   Kind kind = Kind::inception;
@@ -78,6 +82,10 @@ struct PreprocessOptions {
   // Images whose header claims more pixels are refused before decoding (0 = no limit).
   int64_t max_pixels = kDefaultMaxImagePixels;
 };
+
+// The kind a name ("inception" or "vgg", as --preprocessing and a checkpoint's metadata spell
+// it) stands for; nullopt for any other name.
+std::optional<PreprocessOptions::Kind> preprocessing_kind(std::string_view name);
 
 // Per-thread buffers reused between images (no allocation in steady state).
 struct PreprocessScratch {

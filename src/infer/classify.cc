@@ -30,8 +30,10 @@ bool has_suffix(const std::string& text, const std::string& suffix) {
 constexpr uint64_t kMaxInputBytes = uint64_t{4} << 30;
 
 // Appends the preprocessed images of one input to `images` and their names to `names`.
-Status load_input(const std::string& path, int height, int width, int64_t max_pixels,
+// Images go through `meta`'s evaluation preprocessing; .npy arrays are taken as they are.
+Status load_input(const std::string& path, const CheckpointMeta& meta, int64_t max_pixels,
                   std::vector<float>* images, std::vector<std::string>* names) {
+  const int height = meta.height, width = meta.width;
   IC_ASSIGN_OR_RETURN(const bool is_dir, path_is_directory(path));
   if (is_dir) return error(path, ": is a directory, not an input file");
   const size_t image_floats = static_cast<size_t>(height) * width * 3;
@@ -55,6 +57,9 @@ Status load_input(const std::string& path, int height, int width, int64_t max_pi
   Result<std::string> bytes = read_file_to_string(path, kMaxInputBytes);
   if (!bytes.ok()) return bytes.status().with_context("cannot read input");
   PreprocessOptions options;
+  // The metadata's name was checked when the model loaded (runtime/checkpoint_meta.h).
+  options.kind =
+      preprocessing_kind(meta.preprocessing).value_or(PreprocessOptions::Kind::inception);
   options.training = false;
   options.height = height;
   options.width = width;
@@ -115,8 +120,7 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   std::vector<float> images;
   std::vector<std::string> names;
   for (const std::string& input : options.inputs) {
-    IC_RETURN_IF_ERROR(
-        load_input(input, meta.height, meta.width, options.max_image_pixels, &images, &names));
+    IC_RETURN_IF_ERROR(load_input(input, meta, options.max_image_pixels, &images, &names));
   }
   const int64_t count = static_cast<int64_t>(names.size());
 

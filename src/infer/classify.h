@@ -2,9 +2,10 @@
 // classify program does, as a library function so tests can call it.
 //   weights:  the latest checkpoint of model_dir, or one checkpoint file; the EMA shadows
 //             when the checkpoint has them (as evaluation uses), else the raw weights
-//   inputs:   JPEG/PNG files (decoded, Inception eval preprocessing at the checkpoint's image
-//             size: central crop 0.875, bilinear resize, [-1, 1]) or .npy float32 arrays
-//             already preprocessed, [H,W,3] or [N,H,W,3]
+//   inputs:   JPEG/PNG files (decoded, the checkpoint's evaluation preprocessing at its image
+//             size: Inception's central crop 0.875, bilinear resize, [-1, 1], or VGG's when
+//             its metadata says so) or .npy float32 arrays already preprocessed, [H,W,3] or
+//             [N,H,W,3]
 //   precision: runtime/precision.h; int8 needs an int8 export (else invalid_argument naming
 //             the checkpoint), bfloat16 computes in float32 where the backend has no bf16
 #pragma once

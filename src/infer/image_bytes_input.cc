@@ -54,9 +54,155 @@ void build_cond(tensorflow::FunctionDef* f) {
   (*f->mutable_ret())["keep_going"] = out(less->name(), "z");
 }
 
+NodeDef* cast(TfGraphDefBuilder& b, const std::string& name, const std::string& x,
+              tensorflow::DataType from, tensorflow::DataType to) {
+  NodeDef* n = b.add(name, "Cast", {x});
+  set_type(n, "SrcT", from);
+  set_type(n, "DstT", to);
+  set_bool(n, "Truncate", false);
+  return n;
+}
+
+// TF1 resize_bilinear (align corners false, no half-pixel centres) of one float image [h,w,3]
+// to `size` (int32 [2]), as a batch of one: [1, size, 3].
+std::string resize_bilinear(TfGraphDefBuilder& b, const std::string& image, const std::string& size,
+                            const std::string& zero) {
+  NodeDef* batch = b.add("ExpandDims", "ExpandDims", {image, zero});
+  set_type(batch, "T", DT_FLOAT);
+  set_type(batch, "Tdim", DT_INT32);
+  NodeDef* resized = typed(b, "resize/ResizeBilinear", "ResizeBilinear",
+                           {out(batch->name(), "output"), size}, DT_FLOAT);
+  set_bool(resized, "align_corners", false);
+  set_bool(resized, "half_pixel_centers", false);
+  return out(resized->name(), "resized_images");
+}
+
+// Inception evaluation of the decoded `pixels` (uint8 [h,w,3]): [1, height, width, 3].
+std::string inception_eval(TfGraphDefBuilder& b, const std::string& pixels,
+                           const PreprocessOptions& eval, const std::string& zero) {
+  // convert_image_dtype: uint8 -> float32 times 1/255.
+  NodeDef* as_float = cast(b, "convert_image/Cast", pixels, DT_UINT8, DT_FLOAT);
+  const std::string scale = out(b.const_filled("convert_image/y", {}, 1.f / 255.f), "output");
+  NodeDef* unit = typed(b, "convert_image", "Mul", {out(as_float->name(), "y"), scale}, DT_FLOAT);
+
+  // central_crop: start = int32((size - size * fraction) / 2) in float64, per dimension (the
+  // channels' start is 0), length = size - 2 * start.
+  NodeDef* shape = b.add("central_crop/Shape", "Shape", {pixels});
+  set_type(shape, "T", DT_UINT8);
+  set_type(shape, "out_type", DT_INT32);
+  NodeDef* shape_f =
+      cast(b, "central_crop/Cast", out(shape->name(), "output"), DT_INT32, DT_DOUBLE);
+  const std::string size_f = out(shape_f->name(), "y");
+  NodeDef* kept = typed(
+      b, "central_crop/mul", "Mul",
+      {size_f, out(b.const_double("central_crop/fraction", eval.eval_central_fraction), "output")},
+      DT_DOUBLE);
+  NodeDef* margin =
+      typed(b, "central_crop/sub", "Sub", {size_f, out(kept->name(), "z")}, DT_DOUBLE);
+  NodeDef* half =
+      typed(b, "central_crop/truediv", "RealDiv",
+            {out(margin->name(), "z"), out(b.const_double("central_crop/two", 2.0), "output")},
+            DT_DOUBLE);
+  NodeDef* start = cast(b, "central_crop/start", out(half->name(), "z"), DT_DOUBLE, DT_INT32);
+  const std::string start_t = out(start->name(), "y");
+  NodeDef* both_sides =
+      typed(b, "central_crop/mul_1", "Mul",
+            {start_t, out(b.const_int32("central_crop/two_int", {2}, true), "output")}, DT_INT32);
+  NodeDef* length = typed(b, "central_crop/sub_1", "Sub",
+                          {out(shape->name(), "output"), out(both_sides->name(), "z")}, DT_INT32);
+  NodeDef* crop = typed(b, "central_crop/Slice", "Slice",
+                        {out(unit->name(), "z"), start_t, out(length->name(), "z")}, DT_FLOAT);
+  set_type(crop, "Index", DT_INT32);
+
+  const std::string size = out(b.const_int32("resize/size", {static_cast<int32_t>(eval.height),
+                                                             static_cast<int32_t>(eval.width)}),
+                               "output");
+  const std::string resized = resize_bilinear(b, out(crop->name(), "output"), size, zero);
+
+  // (x - 0.5) * 2
+  NodeDef* centred =
+      typed(b, "Sub", "Sub", {resized, out(b.const_filled("half", {}, 0.5f), "output")}, DT_FLOAT);
+  NodeDef* scaled =
+      typed(b, "Mul", "Mul",
+            {out(centred->name(), "z"), out(b.const_filled("two", {}, 2.f), "output")}, DT_FLOAT);
+  return out(scaled->name(), "z");
+}
+
+// VGG evaluation of the decoded `pixels` (uint8 [h,w,3]): [1, height, width, 3]. The new size
+// is computed in float32 as data/preprocessing.cc does: side / min(h, w) times each, rounded
+// half to even (Round).
+std::string vgg_eval(TfGraphDefBuilder& b, const std::string& pixels, const PreprocessOptions& eval,
+                     const std::string& zero) {
+  NodeDef* as_float = cast(b, "vgg/Cast", pixels, DT_UINT8, DT_FLOAT);
+  NodeDef* shape = b.add("vgg/Shape", "Shape", {pixels});
+  set_type(shape, "T", DT_UINT8);
+  set_type(shape, "out_type", DT_INT32);
+  NodeDef* hw =
+      typed(b, "vgg/hw", "Slice",
+            {out(shape->name(), "output"), out(b.const_int32("vgg/hw_begin", {0}), "output"),
+             out(b.const_int32("vgg/hw_size", {2}), "output")},
+            DT_INT32);
+  set_type(hw, "Index", DT_INT32);
+  NodeDef* hw_f = cast(b, "vgg/hw_float", out(hw->name(), "output"), DT_INT32, DT_FLOAT);
+  const std::string hw_t = out(hw_f->name(), "y");
+  NodeDef* shorter = typed(b, "vgg/shorter", "Min", {hw_t, zero}, DT_FLOAT);
+  set_type(shorter, "Tidx", DT_INT32);
+  set_bool(shorter, "keep_dims", false);
+  const std::string side =
+      out(b.const_filled("vgg/side", {}, static_cast<float>(eval.vgg_resize_side_min)), "output");
+  NodeDef* scale =
+      typed(b, "vgg/scale", "RealDiv", {side, out(shorter->name(), "output")}, DT_FLOAT);
+  NodeDef* new_hw_f =
+      typed(b, "vgg/new_hw_float", "Mul", {hw_t, out(scale->name(), "z")}, DT_FLOAT);
+  NodeDef* rounded = typed(b, "vgg/Round", "Round", {out(new_hw_f->name(), "z")}, DT_FLOAT);
+  NodeDef* new_hw = cast(b, "vgg/new_hw", out(rounded->name(), "y"), DT_FLOAT, DT_INT32);
+  const std::string new_hw_t = out(new_hw->name(), "y");
+  const std::string resized = resize_bilinear(b, out(as_float->name(), "y"), new_hw_t, zero);
+
+  // The central crop: offsets (new - out) / 2, rounded down; a map smaller than the crop fails
+  // in Slice, as the C++ preprocessing refuses it.
+  const std::string out_hw = out(b.const_int32("vgg/out_hw", {static_cast<int32_t>(eval.height),
+                                                              static_cast<int32_t>(eval.width)}),
+                                 "output");
+  NodeDef* spare = typed(b, "vgg/spare", "Sub", {new_hw_t, out_hw}, DT_INT32);
+  NodeDef* offset = typed(
+      b, "vgg/offset", "FloorDiv",
+      {out(spare->name(), "z"), out(b.const_int32("vgg/two", {2}, true), "output")}, DT_INT32);
+  NodeDef* begin =
+      typed(b, "vgg/begin", "ConcatV2",
+            {out(b.const_int32("vgg/batch_begin", {0}), "output"), out(offset->name(), "z"),
+             out(b.const_int32("vgg/channel_begin", {0}), "output"), zero},
+            DT_INT32);
+  set_int(begin, "N", 3);
+  set_type(begin, "Tidx", DT_INT32);
+  const std::string crop_size = out(
+      b.const_int32("vgg/crop_size",
+                    {1, static_cast<int32_t>(eval.height), static_cast<int32_t>(eval.width), 3}),
+      "output");
+  NodeDef* crop =
+      typed(b, "vgg/crop", "Slice", {resized, out(begin->name(), "output"), crop_size}, DT_FLOAT);
+  set_type(crop, "Index", DT_INT32);
+
+  // (x / 255 - mean) / 128: the means on the 0-255 scale taken from pixels in [0, 1], the
+  // reference's quirk that data/preprocessing.h keeps.
+  NodeDef* unit = typed(
+      b, "vgg/unit", "Mul",
+      {out(crop->name(), "output"), out(b.const_filled("vgg/inv255", {}, 1.f / 255.f), "output")},
+      DT_FLOAT);
+  NodeDef* centred = typed(
+      b, "vgg/centred", "Sub",
+      {out(unit->name(), "z"),
+       out(b.const_floats("vgg/means", {kVggMeans[0], kVggMeans[1], kVggMeans[2]}), "output")},
+      DT_FLOAT);
+  NodeDef* scaled = typed(
+      b, "vgg/scaled", "Mul",
+      {out(centred->name(), "z"), out(b.const_filled("vgg/inv128", {}, 1.f / 128.f), "output")},
+      DT_FLOAT);
+  return out(scaled->name(), "z");
+}
+
 // images = concat(images, preprocess(decode_jpeg(image_bytes[i]))); i += 1
-void build_body(tensorflow::FunctionDef* f, int64_t height, int64_t width,
-                double central_fraction) {
+void build_body(tensorflow::FunctionDef* f, const PreprocessOptions& eval) {
   declare(f, kBody, kLoopVariables);
   TfGraphDefBuilder b(f);
   const std::string zero = out(b.const_int32("zero", {0}, true), "output");
@@ -74,72 +220,11 @@ void build_body(tensorflow::FunctionDef* f, int64_t height, int64_t width,
   set_float(decoded, "acceptable_fraction", 1.f);
   set_string(decoded, "dct_method", "");
   const std::string pixels = out(decoded->name(), "image");
+  const std::string image = eval.kind == PreprocessOptions::Kind::vgg
+                                ? vgg_eval(b, pixels, eval, zero)
+                                : inception_eval(b, pixels, eval, zero);
 
-  // convert_image_dtype: uint8 -> float32 times 1/255.
-  NodeDef* as_float = b.add("convert_image/Cast", "Cast", {pixels});
-  set_type(as_float, "SrcT", DT_UINT8);
-  set_type(as_float, "DstT", DT_FLOAT);
-  set_bool(as_float, "Truncate", false);
-  const std::string scale = out(b.const_filled("convert_image/y", {}, 1.f / 255.f), "output");
-  NodeDef* unit = typed(b, "convert_image", "Mul", {out(as_float->name(), "y"), scale}, DT_FLOAT);
-
-  // central_crop: start = int32((size - size * fraction) / 2) in float64, per dimension (the
-  // channels' start is 0), length = size - 2 * start.
-  NodeDef* shape = b.add("central_crop/Shape", "Shape", {pixels});
-  set_type(shape, "T", DT_UINT8);
-  set_type(shape, "out_type", DT_INT32);
-  NodeDef* shape_f = b.add("central_crop/Cast", "Cast", {out(shape->name(), "output")});
-  set_type(shape_f, "SrcT", DT_INT32);
-  set_type(shape_f, "DstT", DT_DOUBLE);
-  set_bool(shape_f, "Truncate", false);
-  const std::string size_f = out(shape_f->name(), "y");
-  NodeDef* kept =
-      typed(b, "central_crop/mul", "Mul",
-            {size_f, out(b.const_double("central_crop/fraction", central_fraction), "output")},
-            DT_DOUBLE);
-  NodeDef* margin =
-      typed(b, "central_crop/sub", "Sub", {size_f, out(kept->name(), "z")}, DT_DOUBLE);
-  NodeDef* half =
-      typed(b, "central_crop/truediv", "RealDiv",
-            {out(margin->name(), "z"), out(b.const_double("central_crop/two", 2.0), "output")},
-            DT_DOUBLE);
-  NodeDef* start = b.add("central_crop/start", "Cast", {out(half->name(), "z")});
-  set_type(start, "SrcT", DT_DOUBLE);
-  set_type(start, "DstT", DT_INT32);
-  set_bool(start, "Truncate", false);
-  const std::string start_t = out(start->name(), "y");
-  NodeDef* both_sides =
-      typed(b, "central_crop/mul_1", "Mul",
-            {start_t, out(b.const_int32("central_crop/two_int", {2}, true), "output")}, DT_INT32);
-  NodeDef* length = typed(b, "central_crop/sub_1", "Sub",
-                          {out(shape->name(), "output"), out(both_sides->name(), "z")}, DT_INT32);
-  NodeDef* crop = typed(b, "central_crop/Slice", "Slice",
-                        {out(unit->name(), "z"), start_t, out(length->name(), "z")}, DT_FLOAT);
-  set_type(crop, "Index", DT_INT32);
-
-  // TF1 resize_bilinear (align_corners false, no half-pixel centres) on a batch of one.
-  NodeDef* batch = b.add("ExpandDims", "ExpandDims", {out(crop->name(), "output"), zero});
-  set_type(batch, "T", DT_FLOAT);
-  set_type(batch, "Tdim", DT_INT32);
-  const std::string size =
-      out(b.const_int32("resize/size", {static_cast<int32_t>(height), static_cast<int32_t>(width)}),
-          "output");
-  NodeDef* resized = typed(b, "resize/ResizeBilinear", "ResizeBilinear",
-                           {out(batch->name(), "output"), size}, DT_FLOAT);
-  set_bool(resized, "align_corners", false);
-  set_bool(resized, "half_pixel_centers", false);
-
-  // (x - 0.5) * 2
-  NodeDef* centred = typed(
-      b, "Sub", "Sub",
-      {out(resized->name(), "resized_images"), out(b.const_filled("half", {}, 0.5f), "output")},
-      DT_FLOAT);
-  NodeDef* scaled =
-      typed(b, "Mul", "Mul",
-            {out(centred->name(), "z"), out(b.const_filled("two", {}, 2.f), "output")}, DT_FLOAT);
-
-  NodeDef* appended =
-      typed(b, "append", "ConcatV2", {"images", out(scaled->name(), "z"), zero}, DT_FLOAT);
+  NodeDef* appended = typed(b, "append", "ConcatV2", {"images", image, zero}, DT_FLOAT);
   set_int(appended, "N", 2);
   set_type(appended, "Tidx", DT_INT32);
   NodeDef* next =
@@ -157,11 +242,11 @@ void build_body(tensorflow::FunctionDef* f, int64_t height, int64_t width,
 
 }  // namespace
 
-ImageBytesInput add_image_bytes_input(TfGraphDefBuilder& graph, int64_t height, int64_t width,
-                                      double central_fraction) {
+ImageBytesInput add_image_bytes_input(TfGraphDefBuilder& graph, const PreprocessOptions& eval) {
+  const int64_t height = eval.height, width = eval.width;
   tensorflow::FunctionDefLibrary* library = graph.graph().mutable_library();
   build_cond(library->add_function());
-  build_body(library->add_function(), height, width, central_fraction);
+  build_body(library->add_function(), eval);
 
   NodeDef* input = graph.add("image_bytes", "Placeholder");
   set_type(input, "dtype", DT_STRING);

@@ -554,8 +554,12 @@ Status export_onnx(const InferenceModel& model, const std::string& path) {
   m.set_ir_version(8);  // ONNX 1.10+ readers; opset 13 needs IR >= 7
   m.set_producer_name("inception.cpp");
   m.set_model_version(model.global_step);
-  m.set_doc_string(model.meta.model +
-                   ": images float32 [N,H,W,3] NHWC in [-1,1] -> logits, probabilities, classes");
+  const bool vgg = model.meta.preprocessing == "vgg";
+  const std::string input_layout =
+      vgg ? "NHWC, RGB, (x / 255 - ImageNet mean) / 128 (VGG evaluation preprocessing)"
+          : "NHWC, RGB, [-1,1] (Inception evaluation preprocessing)";
+  m.set_doc_string(model.meta.model + ": images float32 [N,H,W,3] " + input_layout +
+                   " -> logits, probabilities, classes");
   onnx::OperatorSetIdProto& opset = *m.add_opset_import();
   opset.set_domain("");
   opset.set_version(kOnnxOpset);
@@ -569,7 +573,8 @@ Status export_onnx(const InferenceModel& model, const std::string& path) {
   depth.precision(17);
   depth << model.meta.depth_multiplier;
   metadata(m, "depth_multiplier", depth.str());
-  metadata(m, "input_layout", "NHWC, RGB, [-1,1] (Inception evaluation preprocessing)");
+  metadata(m, "preprocessing", model.meta.preprocessing);
+  metadata(m, "input_layout", input_layout);
   if (model.int8) {
     metadata(m, "quantization",
              "int8 QDQ: uint8 activations in [0,127], int8 weights per output channel");

@@ -185,6 +185,10 @@ Result<InferenceModel> read_onnx_export(const std::string& path) {
     if (end == props["depth_multiplier"].c_str() || *end != '\0')
       return data_loss(path, ": malformed depth_multiplier \"", props["depth_multiplier"], "\"");
   }
+  if (props.count("preprocessing")) {  // older exports were all Inception-preprocessed
+    IC_RETURN_IF_ERROR(check_preprocessing(props["preprocessing"], path));
+    model.meta.preprocessing = props["preprocessing"];
+  }
   IC_RETURN_IF_ERROR(check_checkpoint_meta(model.meta, path));
   IC_ASSIGN_OR_RETURN(model.options, inference_model_options(model.meta, 1));
   model.options.aux_logits = false;  // the export holds only what the logits need

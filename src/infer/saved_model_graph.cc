@@ -41,7 +41,8 @@ const char* padding_name(Padding p) { return p == Padding::same ? "SAME" : "VALI
 
 class Translator {
  public:
-  explicit Translator(const Graph& graph) : graph_(graph) {}
+  Translator(const Graph& graph, PreprocessOptions::Kind preprocessing)
+      : graph_(graph), preprocessing_(preprocessing) {}
 
   Result<SavedModelGraph> run() {
     if (graph_.training) return error("the SavedModel export needs an inference graph");
@@ -51,8 +52,12 @@ class Translator {
     if (images.rank() != 4) return error("the images input is not NHWC: ", images.str());
     // `images` is fed directly (serving_default) or, when only `image_bytes` is fed
     // (classify), defaults to the JPEGs decoded and preprocessed inside the graph.
-    const ImageBytesInput jpegs = add_image_bytes_input(b_, images.h(), images.w(),
-                                                        PreprocessOptions{}.eval_central_fraction);
+    PreprocessOptions eval;
+    eval.kind = preprocessing_;
+    eval.training = false;
+    eval.height = static_cast<int>(images.h());
+    eval.width = static_cast<int>(images.w());
+    const ImageBytesInput jpegs = add_image_bytes_input(b_, eval);
     NodeDef* input = b_.add(kImagesInputKey, "PlaceholderWithDefault", {jpegs.images});
     set_type(input, "dtype", DT_FLOAT);
     set_shape(input, "shape", {-1, images.h(), images.w(), images.c()});
@@ -419,6 +424,7 @@ class Translator {
   }
 
   const Graph& graph_;
+  PreprocessOptions::Kind preprocessing_;
   TfGraphDefBuilder b_;
   std::map<ValueId, std::string> tensors_;  // our value -> its TF tensor
   std::map<ParamId, size_t> variable_of_;
@@ -428,6 +434,9 @@ class Translator {
 
 }  // namespace
 
-Result<SavedModelGraph> saved_model_graph(const Graph& graph) { return Translator(graph).run(); }
+Result<SavedModelGraph> saved_model_graph(const Graph& graph,
+                                          PreprocessOptions::Kind preprocessing) {
+  return Translator(graph, preprocessing).run();
+}
 
 }  // namespace ic

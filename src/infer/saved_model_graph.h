@@ -3,7 +3,7 @@
 // the ops of our graph translated one by one, a SaverDef whose restore op reads
 // variables/variables, and two signatures with the same outputs:
 //   serving_default  in:  images         float32 [-1,H,W,3], the evaluation preprocessing's
-//                                        output in [-1, 1]
+//                                        output (Inception's: in [-1, 1])
 //   classify         in:  image_bytes    string [-1], encoded JPEGs, preprocessed inside the
 //                                        graph (image_bytes_input.h), as the reference's
 //                   out:  classes        int64 [-1]          argmax of the logits
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "data/preprocessing.h"
 #include "graph/graph.h"
 #include "proto/saved_model.pb.h"
 
@@ -37,8 +38,10 @@ struct SavedModelGraph {
 };
 
 // Translates an inference graph (Graph::training false, any batch size: the exported batch
-// dimension is -1). An op without a translation (a loss, training-mode batch norm) is an
-// error naming the node.
-Result<SavedModelGraph> saved_model_graph(const Graph& graph);
+// dimension is -1); `preprocessing` is the evaluation preprocessing image_bytes gets (the
+// model's, as its checkpoint records it). An op without a translation (a loss, training-mode
+// batch norm) is an error naming the node.
+Result<SavedModelGraph> saved_model_graph(
+    const Graph& graph, PreprocessOptions::Kind preprocessing = PreprocessOptions::Kind::inception);
 
 }  // namespace ic

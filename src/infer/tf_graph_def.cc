@@ -66,6 +66,17 @@ std::string TfGraphDefBuilder::const_filled(const std::string& name,
   return node->name();
 }
 
+std::string TfGraphDefBuilder::const_floats(const std::string& name,
+                                            const std::vector<float>& values) {
+  tensorflow::NodeDef* node = add(name, "Const");
+  set_type(node, "dtype", tensorflow::DT_FLOAT);
+  tensorflow::TensorProto* t = (*node->mutable_attr())["value"].mutable_tensor();
+  t->set_dtype(tensorflow::DT_FLOAT);
+  *t->mutable_tensor_shape() = shape_proto({static_cast<int64_t>(values.size())});
+  for (float v : values) t->add_float_val(v);
+  return node->name();
+}
+
 std::string TfGraphDefBuilder::const_double(const std::string& name, double value) {
   tensorflow::NodeDef* node = add(name, "Const");
   set_type(node, "dtype", tensorflow::DT_DOUBLE);

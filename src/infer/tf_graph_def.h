@@ -37,7 +37,8 @@ class TfGraphDefBuilder {
   // A float constant of `shape` whose every element is `value` (one value in the proto:
   // TensorFlow repeats the last value over the shape).
   std::string const_filled(const std::string& name, const std::vector<int64_t>& shape, float value);
-  std::string const_double(const std::string& name, double value);  // a scalar
+  std::string const_double(const std::string& name, double value);                      // a scalar
+  std::string const_floats(const std::string& name, const std::vector<float>& values);  // 1-D
 
   tensorflow::GraphDef& graph() { return graph_; }
 

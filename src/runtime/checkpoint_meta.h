@@ -17,9 +17,16 @@ struct CheckpointMeta {
   int height = 0, width = 0;
   double depth_multiplier = 1.0;
   std::string flags;  // the command line's flags, for the record
+  // The preprocessing the model was trained with, whose evaluation form classify, serve and the
+  // SavedModel's image_bytes input apply: "inception" or "vgg" (kPreprocessings). Checkpoints
+  // from before it was recorded were all trained with "inception".
+  std::string preprocessing = "inception";
 };
+inline constexpr const char* kPreprocessings[] = {"inception", "vgg"};
 constexpr const char* kCheckpointFormatVersion = "1";
 
+// OK when `name` is one of kPreprocessings; else a data_loss error naming `path`.
+Status check_preprocessing(const std::string& name, const std::string& path);
 std::map<std::string, std::string> checkpoint_metadata(const CheckpointMeta& meta);
 // Fails when a key is missing or malformed, naming `path`.
 Result<CheckpointMeta> parse_checkpoint_metadata(const std::map<std::string, std::string>& metadata,

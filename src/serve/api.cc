@@ -184,6 +184,7 @@ Status fill_encoded_image(std::string_view bytes, size_t index, const InstanceOp
                               options.max_image_pixels, " (--max_image_pixels)");
   }
   PreprocessOptions preprocess;
+  preprocess.kind = options.preprocessing;
   preprocess.training = false;
   preprocess.height = options.height;
   preprocess.width = options.width;

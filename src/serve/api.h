@@ -22,6 +22,7 @@
 
 #include "core/status.h"
 #include "data/image_codec.h"
+#include "data/preprocessing.h"
 
 namespace ic {
 
@@ -40,6 +41,8 @@ struct InstanceOptions {
   // A b64 image claiming more is refused (resource_exhausted) before decoding; the decoders'
   // own default, so that no caller is left without a limit.
   int64_t max_image_pixels = kDefaultMaxImagePixels;
+  // The model's evaluation preprocessing for encoded images (its checkpoint's metadata).
+  PreprocessOptions::Kind preprocessing = PreprocessOptions::Kind::inception;
 };
 
 // Writes instance `index` preprocessed [height, width, 3] to `out`: a b64 JPEG/PNG goes through

@@ -311,8 +311,12 @@ say "10/10: the model zoo: Keras' and torchvision's networks on our weights give
 # batch's statistics, no EMA, so the logits depend on the image): loaded by name into Keras'
 # application model (torchvision's for SqueezeNet), whose logits on the same images must be
 # classify's to 1e-5 of the largest; TensorFlow serves its SavedModel export and ONNX Runtime
-# runs its ONNX export as classify computes.
+# runs its ONNX export as classify computes, the export's classify(image_bytes) included: it
+# preprocesses JPEGs inside the graph as the checkpoint records (VGG's for DenseNet and
+# SqueezeNet, Inception's for the others).
 write_images "$work/images_zoo.npy" 3 96 96 11
+zoo_jpegs=("$work/zoo_a.jpg" "$work/zoo_b.jpg" "$work/zoo_c.jpg")
+write_jpegs 9 96 "${zoo_jpegs[@]}"
 zoo_cases=()
 for model in mobilenet_v1 mobilenet_v2 densenet121 efficientnet_b0 squeezenet1_0 squeezenet1_1; do
   dir=$work/zoo_$model
@@ -336,6 +340,10 @@ for model in mobilenet_v1 mobilenet_v2 densenet121 efficientnet_b0 squeezenet1_0
       die "Keras' $model on our weights does not give classify's logits"
   fi
   zoo_cases+=(--case "$work/export_$model" "$work/images_zoo.npy" "$dir/logits.npy" 10)
+  run "classify_jpeg_$model" "$bin/classify" --model_dir="$dir" \
+    --logits_out="$dir/logits_jpeg.npy" "${zoo_jpegs[@]}"
+  zoo_cases+=(--jpeg_case "$work/export_$model" "$dir/logits_jpeg.npy"
+    "$(IFS=,; echo "${zoo_jpegs[*]}")")
   onnx_agrees "$dir" "$work/onnx_$model" "$work/images_zoo.npy" "$dir/logits.npy"
 done
 "$py" "$here/check_saved_model.py" "${zoo_cases[@]}" ||

@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "data/image_codec.h"
+#include "data/preprocessing.h"
 #include "infer/npy.h"
 #include "io/checkpoint_dir.h"
 #include "models/model.h"
@@ -124,6 +125,66 @@ TEST(Classify, KnownTinyModelGivesItsBiasesTopFive) {
       run_tool("classify", "--checkpoint=" + **latest + ".index " + dir.sub("inputs.npy"));
   ASSERT_EQ(by_index.exit_code, 0) << by_index.output;
   EXPECT_TRUE(by_index.contains(line(3, ""))) << by_index.output;
+}
+
+// Images go through the evaluation preprocessing the checkpoint records: a model trained with
+// VGG's (DenseNet's and SqueezeNet's default) gets a PNG's VGG-preprocessed pixels, not
+// Inception's, in classify as in serve (serve/api.cc, the same metadata).
+TEST(Classify, ImagesGetTheCheckpointsPreprocessing) {
+  TempDir dir;
+  auto backend = make_backend(BackendOptions{});
+  ASSERT_TRUE(backend.ok());
+  auto m = default_model_options("inception_v3");
+  ASSERT_TRUE(m.ok());
+  m->batch_size = 1;
+  m->height = m->width = kSize;
+  m->num_classes = kClasses;
+  m->depth_multiplier = 0.1f;
+  auto graph = build_model(*m);
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto state = ModelState::create(**backend, *graph, find_optimizer("RMS"), true, true);
+  ASSERT_TRUE(state.ok());
+  ASSERT_TRUE((*state)->initialize(3).ok());  // random weights: the logits follow the pixels
+  CheckpointMeta meta{"inception_v3", kClasses, kSize, kSize, 0.1, ""};
+  meta.preprocessing = "vgg";
+  ASSERT_TRUE(save_checkpoint(dir.sub("model"), 1, checkpoint_metadata(meta),
+                              (*state)->checkpoint_tensors())
+                  .ok());
+
+  RgbImage image{40, 52, std::vector<uint8_t>(40 * 52 * 3)};
+  std::mt19937 rng(4);
+  for (uint8_t& p : image.pixels) p = static_cast<uint8_t>(rng() & 0xff);
+  auto png = encode_png(image);
+  ASSERT_TRUE(png.ok());
+  std::ofstream(dir.sub("image.png"), std::ios::binary) << *png;
+  for (auto kind : {PreprocessOptions::Kind::vgg, PreprocessOptions::Kind::inception}) {
+    PreprocessOptions pre;
+    pre.kind = kind;
+    pre.training = false;
+    pre.height = pre.width = kSize;
+    NpyArray array{{kSize, kSize, 3}, std::vector<float>(kSize * kSize * 3)};
+    Rng draws(0);
+    PreprocessScratch scratch;
+    ASSERT_TRUE(preprocess_image(*png, {}, pre, draws, &scratch, array.data.data()).ok());
+    const bool vgg = kind == PreprocessOptions::Kind::vgg;
+    ASSERT_TRUE(write_npy(dir.sub(vgg ? "vgg.npy" : "inception.npy"), array).ok());
+  }
+
+  ClassifyOptions options;
+  options.model_dir = dir.sub("model");
+  options.inputs = {dir.sub("image.png"), dir.sub("vgg.npy"), dir.sub("inception.npy")};
+  auto result = classify(options, **backend);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_EQ(result->logits.size(), 3u * kClasses);
+  double vgg_gap = 0, inception_gap = 0;
+  for (int c = 0; c < kClasses; ++c) {
+    const float png_logit = result->logits[c];
+    vgg_gap = std::max(vgg_gap, double{std::fabs(png_logit - result->logits[kClasses + c])});
+    inception_gap =
+        std::max(inception_gap, double{std::fabs(png_logit - result->logits[2 * kClasses + c])});
+  }
+  EXPECT_EQ(vgg_gap, 0.0) << "the PNG's logits are not its VGG-preprocessed array's";
+  EXPECT_GT(inception_gap, 1e-3) << "Inception's preprocessing gives the same logits: no test";
 }
 
 TEST(Classify, ErrorsNameWhatIsWrong) {

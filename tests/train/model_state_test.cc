@@ -214,6 +214,23 @@ TEST(ModelState, IncompatibleMetadataNamesBothModels) {
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(describe(*parsed), describe(saved));
   EXPECT_FALSE(parse_checkpoint_metadata({{"model", "x"}}, "p").ok());
+  // The preprocessing: recorded and read back; absent (older checkpoints) is Inception's;
+  // another name is refused, naming the file.
+  saved.preprocessing = "vgg";
+  std::map<std::string, std::string> metadata = checkpoint_metadata(saved);
+  auto vgg = parse_checkpoint_metadata(metadata, "p");
+  ASSERT_TRUE(vgg.ok()) << vgg.status().message();
+  EXPECT_EQ(vgg->preprocessing, "vgg");
+  EXPECT_NE(describe(*vgg).find("vgg preprocessing"), std::string::npos) << describe(*vgg);
+  metadata.erase("preprocessing");
+  auto older = parse_checkpoint_metadata(metadata, "p");
+  ASSERT_TRUE(older.ok());
+  EXPECT_EQ(older->preprocessing, "inception");
+  metadata["preprocessing"] = "resnet";
+  auto unknown = parse_checkpoint_metadata(metadata, "dir/model.ckpt-5");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("dir/model.ckpt-5"), std::string::npos);
+  EXPECT_NE(unknown.status().message().find("'resnet'"), std::string::npos);
 }
 
 TEST(ParamInit, VarianceScalingIsContribsTruncatedNormal) {
