@@ -262,7 +262,8 @@ for batch in "${infer_batches[@]}"; do
     "$(awk -v o="$ours_mid" -v p="$peer_mid" 'BEGIN { printf "%.2fx", o / p }')"
 done
 echo "ours int8: scales from one forward over random images (inception_bench): speed only."
-echo "bfloat16 on a CPU without bf16 dot products (no avx512_bf16 / amx_bf16 above) computes in f32."
+echo "bfloat16 on a CPU without bf16 dot products (no avx512_bf16 / amx_bf16 above) computes in f32;"
+echo "without amx_bf16, our bf16 training keeps bf16 activations and computes its convolutions in f32."
 if ((${#missing[@]})); then
   echo "== missing"
   printf '%s\n' "${missing[@]}"

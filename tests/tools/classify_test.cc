@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -34,7 +35,11 @@ const char* kBiases = "InceptionV3/Logits/Conv2d_1c_1x1/biases";
 const std::vector<float> kEma = {0.1f, 2.0f, -1.0f, 3.5f, 0.0f, 1.0f, -2.0f, 3.0f, 0.5f, 2.5f};
 const std::vector<float> kRaw = {9.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 8.0f};
 
-void write_known_model(const std::string& model_dir) {
+// A tiny Inception v3 (depth multiplier 0.1, kSize, kClasses) with random initial values and
+// the given `step`, saved to `model_dir` as trained with `preprocessing`; `edit(name, bytes)`
+// may change each tensor's bytes first.
+void write_tiny_model(const std::string& model_dir, int64_t step, const std::string& preprocessing,
+                      const std::function<void(const std::string&, std::string&)>& edit) {
   auto backend = make_backend(BackendOptions{});
   ASSERT_TRUE(backend.ok());
   auto m = default_model_options("inception_v3");
@@ -48,23 +53,30 @@ void write_known_model(const std::string& model_dir) {
   auto state = ModelState::create(**backend, *graph, find_optimizer("RMS"), true, true);
   ASSERT_TRUE(state.ok());
   ASSERT_TRUE((*state)->initialize(3).ok());
-  (*state)->global_step = 42;
+  (*state)->global_step = step;
   std::vector<TensorView> views = (*state)->checkpoint_tensors();
   std::vector<std::string> storage(views.size());
   for (size_t i = 0; i < views.size(); ++i) {
     TensorView& v = views[i];
     const size_t bytes = static_cast<size_t>(v.shape.numel()) * dtype_size(v.dtype);
     storage[i].assign(static_cast<const char*>(v.data), bytes);
-    const bool stat = v.name.find("moving_") != std::string::npos;
-    if (v.name != "global_step" && !stat) std::fill(storage[i].begin(), storage[i].end(), '\0');
-    if (v.name == kBiases) std::memcpy(storage[i].data(), kRaw.data(), bytes);
-    if (v.name == std::string(kBiases) + "/ExponentialMovingAverage") {
-      std::memcpy(storage[i].data(), kEma.data(), bytes);
-    }
+    edit(v.name, storage[i]);
     v.data = storage[i].data();
   }
   CheckpointMeta meta{"inception_v3", kClasses, kSize, kSize, 0.1, ""};
-  ASSERT_TRUE(save_checkpoint(model_dir, 42, checkpoint_metadata(meta), views, 5).ok());
+  meta.preprocessing = preprocessing;
+  ASSERT_TRUE(save_checkpoint(model_dir, step, checkpoint_metadata(meta), views, 5).ok());
+}
+
+// Every weight zero but the logits' biases (raw kRaw, EMA kEma): the logits are the biases.
+void write_known_model(const std::string& model_dir) {
+  write_tiny_model(model_dir, 42, "inception", [](const std::string& name, std::string& bytes) {
+    const bool stat = name.find("moving_") != std::string::npos;
+    if (name != "global_step" && !stat) std::fill(bytes.begin(), bytes.end(), '\0');
+    if (name == kBiases) std::memcpy(bytes.data(), kRaw.data(), bytes.size());
+    if (name == std::string(kBiases) + "/ExponentialMovingAverage")
+      std::memcpy(bytes.data(), kEma.data(), bytes.size());
+  });
 }
 
 TEST(Classify, KnownTinyModelGivesItsBiasesTopFive) {
@@ -132,24 +144,10 @@ TEST(Classify, KnownTinyModelGivesItsBiasesTopFive) {
 // Inception's, in classify as in serve (serve/api.cc, the same metadata).
 TEST(Classify, ImagesGetTheCheckpointsPreprocessing) {
   TempDir dir;
+  // Random weights: the logits follow the pixels.
+  write_tiny_model(dir.sub("model"), 1, "vgg", [](const std::string&, std::string&) {});
   auto backend = make_backend(BackendOptions{});
   ASSERT_TRUE(backend.ok());
-  auto m = default_model_options("inception_v3");
-  ASSERT_TRUE(m.ok());
-  m->batch_size = 1;
-  m->height = m->width = kSize;
-  m->num_classes = kClasses;
-  m->depth_multiplier = 0.1f;
-  auto graph = build_model(*m);
-  ASSERT_TRUE(graph.ok()) << graph.status().message();
-  auto state = ModelState::create(**backend, *graph, find_optimizer("RMS"), true, true);
-  ASSERT_TRUE(state.ok());
-  ASSERT_TRUE((*state)->initialize(3).ok());  // random weights: the logits follow the pixels
-  CheckpointMeta meta{"inception_v3", kClasses, kSize, kSize, 0.1, ""};
-  meta.preprocessing = "vgg";
-  ASSERT_TRUE(save_checkpoint(dir.sub("model"), 1, checkpoint_metadata(meta),
-                              (*state)->checkpoint_tensors())
-                  .ok());
 
   RgbImage image{40, 52, std::vector<uint8_t>(40 * 52 * 3)};
   std::mt19937 rng(4);
