@@ -51,8 +51,10 @@ class CpuBackend final : public Backend {
     const dnnl_version_t* v = dnnl_version();
     return "cpu: oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
            std::to_string(v->patch) + ", " + std::to_string(threads_) + " threads" +
-           (dnnl_.native_bf16 ? ""
-                              : " (no bf16 convolutions on this CPU: bf16 computes in float32)");
+           (!dnnl_.native_bf16 ? " (no bf16 convolutions on this CPU: bf16 computes in float32)"
+            : dnnl_.bf16_training_convolutions
+                ? ""
+                : " (no AMX: bf16 training computes its convolutions in float32)");
   }
 
   bool has_native_bf16() const override { return dnnl_.native_bf16; }
