@@ -389,9 +389,13 @@ Status preprocess_image(std::string_view encoded, std::span<const BoundingBox> b
 }
 
 std::optional<PreprocessOptions::Kind> preprocessing_kind(std::string_view name) {
-  if (name == "inception") return PreprocessOptions::Kind::inception;
-  if (name == "vgg") return PreprocessOptions::Kind::vgg;
+  for (auto kind : {PreprocessOptions::Kind::inception, PreprocessOptions::Kind::vgg})
+    if (name == preprocessing_name(kind)) return kind;
   return std::nullopt;
+}
+
+const char* preprocessing_name(PreprocessOptions::Kind kind) {
+  return kind == PreprocessOptions::Kind::vgg ? "vgg" : "inception";
 }
 
 }  // namespace ic

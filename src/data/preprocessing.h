@@ -84,8 +84,9 @@ struct PreprocessOptions {
 };
 
 // The kind a name ("inception" or "vgg", as --preprocessing and a checkpoint's metadata spell
-// it) stands for; nullopt for any other name.
+// it) stands for; nullopt for any other name. preprocessing_name is the inverse.
 std::optional<PreprocessOptions::Kind> preprocessing_kind(std::string_view name);
+const char* preprocessing_name(PreprocessOptions::Kind kind);
 
 // Per-thread buffers reused between images (no allocation in steady state).
 struct PreprocessScratch {

@@ -57,9 +57,7 @@ Status load_input(const std::string& path, const CheckpointMeta& meta, int64_t m
   Result<std::string> bytes = read_file_to_string(path, kMaxInputBytes);
   if (!bytes.ok()) return bytes.status().with_context("cannot read input");
   PreprocessOptions options;
-  // The metadata's name was checked when the model loaded (runtime/checkpoint_meta.h).
-  options.kind =
-      preprocessing_kind(meta.preprocessing).value_or(PreprocessOptions::Kind::inception);
+  options.kind = meta.preprocessing;
   options.training = false;
   options.height = height;
   options.width = width;

@@ -554,7 +554,7 @@ Status export_onnx(const InferenceModel& model, const std::string& path) {
   m.set_ir_version(8);  // ONNX 1.10+ readers; opset 13 needs IR >= 7
   m.set_producer_name("inception.cpp");
   m.set_model_version(model.global_step);
-  const bool vgg = model.meta.preprocessing == "vgg";
+  const bool vgg = model.meta.preprocessing == PreprocessOptions::Kind::vgg;
   const std::string input_layout =
       vgg ? "NHWC, RGB, (x / 255 - ImageNet mean) / 128 (VGG evaluation preprocessing)"
           : "NHWC, RGB, [-1,1] (Inception evaluation preprocessing)";
@@ -573,7 +573,7 @@ Status export_onnx(const InferenceModel& model, const std::string& path) {
   depth.precision(17);
   depth << model.meta.depth_multiplier;
   metadata(m, "depth_multiplier", depth.str());
-  metadata(m, "preprocessing", model.meta.preprocessing);
+  metadata(m, "preprocessing", preprocessing_name(model.meta.preprocessing));
   metadata(m, "input_layout", input_layout);
   if (model.int8) {
     metadata(m, "quantization",

@@ -186,8 +186,8 @@ Result<InferenceModel> read_onnx_export(const std::string& path) {
       return data_loss(path, ": malformed depth_multiplier \"", props["depth_multiplier"], "\"");
   }
   if (props.count("preprocessing")) {  // older exports were all Inception-preprocessed
-    IC_RETURN_IF_ERROR(check_preprocessing(props["preprocessing"], path));
-    model.meta.preprocessing = props["preprocessing"];
+    IC_ASSIGN_OR_RETURN(model.meta.preprocessing,
+                        parse_preprocessing(props["preprocessing"], path));
   }
   IC_RETURN_IF_ERROR(check_checkpoint_meta(model.meta, path));
   IC_ASSIGN_OR_RETURN(model.options, inference_model_options(model.meta, 1));

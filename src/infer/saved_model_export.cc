@@ -9,11 +9,7 @@ namespace ic {
 Status write_saved_model(const InferenceModel& model, const std::string& dir) {
   // The graph's batch size does not matter: the export's batch dimension is -1.
   IC_ASSIGN_OR_RETURN(Graph graph, build_inference_graph(model, 1));
-  // The metadata's name was checked when the model loaded (runtime/checkpoint_meta.h).
-  const auto preprocessing = preprocessing_kind(model.meta.preprocessing);
-  IC_ASSIGN_OR_RETURN(
-      SavedModelGraph exported,
-      saved_model_graph(graph, preprocessing.value_or(PreprocessOptions::Kind::inception)));
+  IC_ASSIGN_OR_RETURN(SavedModelGraph exported, saved_model_graph(graph, model.meta.preprocessing));
 
   std::vector<TensorView> tensors;
   for (const std::string& name : exported.variables) {

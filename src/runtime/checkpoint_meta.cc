@@ -14,9 +14,9 @@ std::string format_double(double value) {
 
 }  // namespace
 
-Status check_preprocessing(const std::string& name, const std::string& path) {
-  for (const char* known : kPreprocessings)
-    if (name == known) return Status();
+Result<PreprocessOptions::Kind> parse_preprocessing(const std::string& name,
+                                                    const std::string& path) {
+  if (auto kind = preprocessing_kind(name)) return *kind;
   return data_loss(path, ": checkpoint metadata names preprocessing '", name,
                    "', not inception or vgg");
 }
@@ -28,7 +28,7 @@ std::map<std::string, std::string> checkpoint_metadata(const CheckpointMeta& met
           {"height", std::to_string(meta.height)},
           {"width", std::to_string(meta.width)},
           {"depth_multiplier", format_double(meta.depth_multiplier)},
-          {"preprocessing", meta.preprocessing},
+          {"preprocessing", preprocessing_name(meta.preprocessing)},
           {"flags", meta.flags}};
 }
 
@@ -64,8 +64,7 @@ Result<CheckpointMeta> parse_checkpoint_metadata(const std::map<std::string, std
   auto flags = metadata.find("flags");
   if (flags != metadata.end()) meta.flags = flags->second;
   if (auto pre = metadata.find("preprocessing"); pre != metadata.end()) {
-    IC_RETURN_IF_ERROR(check_preprocessing(pre->second, path));
-    meta.preprocessing = pre->second;
+    IC_ASSIGN_OR_RETURN(meta.preprocessing, parse_preprocessing(pre->second, path));
   }
   return meta;
 }
@@ -74,7 +73,8 @@ std::string describe(const CheckpointMeta& meta) {
   std::ostringstream out;
   out << meta.model << ", " << meta.num_classes << " classes, depth_multiplier "
       << meta.depth_multiplier << ", " << meta.height << "x" << meta.width << " images";
-  if (meta.preprocessing != "inception") out << ", " << meta.preprocessing << " preprocessing";
+  if (meta.preprocessing != PreprocessOptions::Kind::inception)
+    out << ", " << preprocessing_name(meta.preprocessing) << " preprocessing";
   return out.str();
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "data/preprocessing.h"
 #include "io/checkpoint_contents.h"
 
 namespace ic {
@@ -18,15 +19,15 @@ struct CheckpointMeta {
   double depth_multiplier = 1.0;
   std::string flags;  // the command line's flags, for the record
   // The preprocessing the model was trained with, whose evaluation form classify, serve and the
-  // SavedModel's image_bytes input apply: "inception" or "vgg" (kPreprocessings). Checkpoints
-  // from before it was recorded were all trained with "inception".
-  std::string preprocessing = "inception";
+  // SavedModel's image_bytes input apply (metadata "inception" or "vgg"). Checkpoints from
+  // before it was recorded were all trained with Inception's.
+  PreprocessOptions::Kind preprocessing = PreprocessOptions::Kind::inception;
 };
-inline constexpr const char* kPreprocessings[] = {"inception", "vgg"};
 constexpr const char* kCheckpointFormatVersion = "1";
 
-// OK when `name` is one of kPreprocessings; else a data_loss error naming `path`.
-Status check_preprocessing(const std::string& name, const std::string& path);
+// The kind metadata's `name` stands for; a data_loss error naming `path` for any other name.
+Result<PreprocessOptions::Kind> parse_preprocessing(const std::string& name,
+                                                    const std::string& path);
 std::map<std::string, std::string> checkpoint_metadata(const CheckpointMeta& meta);
 // Fails when a key is missing or malformed, naming `path`.
 Result<CheckpointMeta> parse_checkpoint_metadata(const std::map<std::string, std::string>& metadata,

@@ -92,10 +92,8 @@ Status ServingCore::reload(const tensorflow::serving::ModelServerConfig& config)
 }
 
 InstanceOptions ServingCore::instance_options(const ServedModel& model) const {
-  // The metadata's name was checked when the model loaded (runtime/checkpoint_meta.h).
-  const auto kind = preprocessing_kind(model.meta().preprocessing);
   return {model.meta().height, model.meta().width, options_.max_image_pixels,
-          kind.value_or(PreprocessOptions::Kind::inception)};
+          model.meta().preprocessing};
 }
 
 Status ServingCore::run(const std::shared_ptr<BatchJob>& job, Clock::time_point arrived,

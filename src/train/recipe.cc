@@ -105,7 +105,7 @@ CheckpointMeta checkpoint_meta_for(const RunOptions& options) {
   meta.height = options.height;
   meta.width = options.width;
   meta.depth_multiplier = options.depth_multiplier;
-  meta.preprocessing = choice_name(options.preprocessing);
+  meta.preprocessing = options.preprocessing;
   meta.flags = flags_as_text(options);
   return meta;
 }

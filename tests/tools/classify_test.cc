@@ -38,7 +38,8 @@ const std::vector<float> kRaw = {9.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f,
 // A tiny Inception v3 (depth multiplier 0.1, kSize, kClasses) with random initial values and
 // the given `step`, saved to `model_dir` as trained with `preprocessing`; `edit(name, bytes)`
 // may change each tensor's bytes first.
-void write_tiny_model(const std::string& model_dir, int64_t step, const std::string& preprocessing,
+void write_tiny_model(const std::string& model_dir, int64_t step,
+                      PreprocessOptions::Kind preprocessing,
                       const std::function<void(const std::string&, std::string&)>& edit) {
   auto backend = make_backend(BackendOptions{});
   ASSERT_TRUE(backend.ok());
@@ -70,13 +71,15 @@ void write_tiny_model(const std::string& model_dir, int64_t step, const std::str
 
 // Every weight zero but the logits' biases (raw kRaw, EMA kEma): the logits are the biases.
 void write_known_model(const std::string& model_dir) {
-  write_tiny_model(model_dir, 42, "inception", [](const std::string& name, std::string& bytes) {
-    const bool stat = name.find("moving_") != std::string::npos;
-    if (name != "global_step" && !stat) std::fill(bytes.begin(), bytes.end(), '\0');
-    if (name == kBiases) std::memcpy(bytes.data(), kRaw.data(), bytes.size());
-    if (name == std::string(kBiases) + "/ExponentialMovingAverage")
-      std::memcpy(bytes.data(), kEma.data(), bytes.size());
-  });
+  write_tiny_model(model_dir, 42, PreprocessOptions::Kind::inception,
+                   [](const std::string& name, std::string& bytes) {
+                     const bool stat = name.find("moving_") != std::string::npos;
+                     if (name != "global_step" && !stat)
+                       std::fill(bytes.begin(), bytes.end(), '\0');
+                     if (name == kBiases) std::memcpy(bytes.data(), kRaw.data(), bytes.size());
+                     if (name == std::string(kBiases) + "/ExponentialMovingAverage")
+                       std::memcpy(bytes.data(), kEma.data(), bytes.size());
+                   });
 }
 
 TEST(Classify, KnownTinyModelGivesItsBiasesTopFive) {
@@ -145,7 +148,8 @@ TEST(Classify, KnownTinyModelGivesItsBiasesTopFive) {
 TEST(Classify, ImagesGetTheCheckpointsPreprocessing) {
   TempDir dir;
   // Random weights: the logits follow the pixels.
-  write_tiny_model(dir.sub("model"), 1, "vgg", [](const std::string&, std::string&) {});
+  write_tiny_model(dir.sub("model"), 1, PreprocessOptions::Kind::vgg,
+                   [](const std::string&, std::string&) {});
   auto backend = make_backend(BackendOptions{});
   ASSERT_TRUE(backend.ok());
 

@@ -216,16 +216,16 @@ TEST(ModelState, IncompatibleMetadataNamesBothModels) {
   EXPECT_FALSE(parse_checkpoint_metadata({{"model", "x"}}, "p").ok());
   // The preprocessing: recorded and read back; absent (older checkpoints) is Inception's;
   // another name is refused, naming the file.
-  saved.preprocessing = "vgg";
+  saved.preprocessing = PreprocessOptions::Kind::vgg;
   std::map<std::string, std::string> metadata = checkpoint_metadata(saved);
   auto vgg = parse_checkpoint_metadata(metadata, "p");
   ASSERT_TRUE(vgg.ok()) << vgg.status().message();
-  EXPECT_EQ(vgg->preprocessing, "vgg");
+  EXPECT_EQ(vgg->preprocessing, PreprocessOptions::Kind::vgg);
   EXPECT_NE(describe(*vgg).find("vgg preprocessing"), std::string::npos) << describe(*vgg);
   metadata.erase("preprocessing");
   auto older = parse_checkpoint_metadata(metadata, "p");
   ASSERT_TRUE(older.ok());
-  EXPECT_EQ(older->preprocessing, "inception");
+  EXPECT_EQ(older->preprocessing, PreprocessOptions::Kind::inception);
   metadata["preprocessing"] = "resnet";
   auto unknown = parse_checkpoint_metadata(metadata, "dir/model.ckpt-5");
   ASSERT_FALSE(unknown.ok());
