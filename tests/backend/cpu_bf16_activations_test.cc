@@ -43,6 +43,8 @@ class Bf16Run {
     if (kernel.ok()) kernel_ = std::move(kernel).value();
   }
 
+  const OpKernel& kernel() const { return *kernel_; }
+
   std::vector<Vec> forward(const std::vector<Vec>& inputs, DType in_type,
                            const std::vector<Vec>& params, const std::vector<size_t>& output_sizes,
                            DType out_type) {
@@ -441,35 +443,42 @@ TEST(CpuBf16Activations, ConvolutionReadsAndWritesBf16) {
                         {{2, 8, 6, 17}, 19, 1, 1, Padding::same},
                         {{1, 9, 9, 16}, 32, 3, 2, Padding::valid}};
   for (const Case& c : cases) {
-    for (bool relu : {false, true}) {
-      Conv2dDesc d;
-      d.input = c.input;
-      d.out_channels = c.filters;
-      d.kernel_h = d.kernel_w = c.k;
-      d.stride_h = d.stride_w = c.stride;
-      d.padding = c.padding;
-      d.has_bias = true;
-      d.training = false;
-      d.fused_relu = relu;
-      d.constant_weights = true;
-      d.compute = DType::bf16;
-      d.activations = DType::bf16;
-      const Vec x = rounded_to_bf16(random_vec(c.input.numel(), 6));
-      const Vec w = random_vec(size_t(c.k * c.k * c.input.c() * c.filters), 7);
-      const Vec bias = random_vec(size_t(c.filters), 8);
-      // The reference on the weights the kernel multiplies: bf16-rounded where it computes in
-      // bf16, else the f32 ones.
-      Vec expected =
-          ref::conv2d_forward(d, x, backend->has_native_bf16() ? rounded_to_bf16(w) : w, bias);
-      if (relu)
-        for (double& v : expected) v = std::max(v, 0.0);
-      Bf16Run run(*backend, d);
-      auto y = run.forward({x}, DType::bf16, {w, bias}, {expected.size()}, DType::bf16);
-      ASSERT_EQ(y.size(), 1u);
-      const double terms = double(c.k * c.k * c.input.c());
-      expect_within(y[0], expected, kBf16Rounding * terms * 1e-2, kBf16Rounding,
-                    "conv2d bf16 activations");
-    }
+    for (bool relu : {false, true})
+      for (bool timed : {false, true}) {
+        Conv2dDesc d;
+        d.input = c.input;
+        d.out_channels = c.filters;
+        d.kernel_h = d.kernel_w = c.k;
+        d.stride_h = d.stride_w = c.stride;
+        d.padding = c.padding;
+        d.has_bias = true;
+        d.training = false;
+        d.fused_relu = relu;
+        d.constant_weights = true;
+        d.time_algorithms = timed;  // timing tries float32 on the widened activations too
+        d.compute = DType::bf16;
+        d.activations = DType::bf16;
+        SCOPED_TRACE(c.input.str() + (relu ? " relu" : "") + (timed ? " timed" : ""));
+        const Vec x = rounded_to_bf16(random_vec(c.input.numel(), 6));
+        const Vec w = random_vec(size_t(c.k * c.k * c.input.c() * c.filters), 7);
+        const Vec bias = random_vec(size_t(c.filters), 8);
+        Bf16Run run(*backend, d);
+        // The reference on the weights the kernel multiplies: bf16-rounded where it computes in
+        // bf16 (untimed: wherever the CPU has bf16), else the f32 ones.
+        const std::string impl = run.kernel().implementation();
+        const bool bf16_weights = impl.ends_with(" bf16");
+        if (!timed) {
+          EXPECT_EQ(bf16_weights, backend->has_native_bf16()) << impl;
+        }
+        Vec expected = ref::conv2d_forward(d, x, bf16_weights ? rounded_to_bf16(w) : w, bias);
+        if (relu)
+          for (double& v : expected) v = std::max(v, 0.0);
+        auto y = run.forward({x}, DType::bf16, {w, bias}, {expected.size()}, DType::bf16);
+        ASSERT_EQ(y.size(), 1u);
+        const double terms = double(c.k * c.k * c.input.c());
+        expect_within(y[0], expected, kBf16Rounding * terms * 1e-2, kBf16Rounding,
+                      "conv2d bf16 activations");
+      }
   }
 }
 

@@ -190,6 +190,39 @@ TEST(CpuInferenceConv, TimedChoiceIsValidAndAgrees) {
   }
 }
 
+// A timed bf16 convolution may compute in float32 where that is faster, but the choice is made
+// once per layer: the same layer at other batch sizes keeps it, so that an image gets the same
+// answer whatever batch a server puts it in.
+TEST(CpuInferenceConv, TimedComputeTypeIsTheLayersAtEveryBatch) {
+  auto backend = cpu_backend();
+  if (!backend->has_native_bf16()) GTEST_SKIP() << "no bf16 convolutions: float32 throughout";
+  const InferenceCase layers[] = {{{1, 14, 14, 24}, 40, 1, 1, 1, Padding::same},
+                                  {{1, 13, 13, 16}, 16, 3, 3, 1, Padding::same},
+                                  {{1, 15, 15, 32}, 24, 3, 3, 2, Padding::valid},
+                                  {{1, 12, 12, 48}, 48, 1, 1, 1, Padding::same}};
+  for (const InferenceCase& layer : layers) {
+    for (int64_t groups : {int64_t{1}, layer.input.c()}) {
+      if (groups > 1 && layer.filters != layer.input.c()) continue;
+      std::string first;
+      for (int64_t batch : {1, 2, 3, 4, 6, 8, 12, 16}) {
+        InferenceCase c = layer;
+        c.input[0] = batch;
+        Conv2dDesc d = inference_conv(c, true, true, true);
+        d.groups = groups;
+        d.compute = DType::bf16;
+        d.activations = DType::bf16;
+        SCOPED_TRACE(conv_name(d));
+        auto kernel = backend->compile(d);
+        ASSERT_TRUE(kernel.ok()) << kernel.status().message();
+        const std::string impl = (*kernel)->implementation();
+        const std::string type = impl.ends_with(" bf16") ? "bf16" : "f32";
+        if (first.empty()) first = type;
+        EXPECT_EQ(type, first) << impl;
+      }
+    }
+  }
+}
+
 // ReLU6, sigmoid and swish as the convolution's post-op (MobileNet's and EfficientNet's
 // inference graphs): plain, depthwise and grouped convolutions, fixed and timed, in float32 and
 // computing in bf16 (where the CPU has bf16 dot products, against the reference on x and w
@@ -212,9 +245,15 @@ TEST(CpuInferenceConv, FusedActivationsMatchReference) {
         // ReLU6 clips at 6: scale the input up so that part of the output lies above it.
         for (double& v : run.inputs[0]) v *= 4.0;
         h.run(run);
-        // In bf16 the kernel reads x and w rounded to bf16 and sums in f32.
+        // In bf16 the kernel reads x and w rounded to bf16 and sums in f32. Timing may pick
+        // float32 for a bf16 convolution (where it is faster); its name then lacks " bf16".
+        const std::string impl = h.kernel().implementation();
+        const bool computes_in_bf16 = impl.ends_with(" bf16");
+        EXPECT_TRUE(computes_in_bf16 || d.time_algorithms || compute == DType::f32 ||
+                    !backend->has_native_bf16())
+            << impl;
         OpRun rounded = run;
-        if (compute == DType::bf16 && backend->has_native_bf16()) {
+        if (computes_in_bf16) {
           rounded.inputs[0] = rounded_to_bf16(run.inputs[0]);
           rounded.params[0] = rounded_to_bf16(run.params[0]);
         }

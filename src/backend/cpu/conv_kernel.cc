@@ -15,8 +15,9 @@
 //   - training: Winograd F(4x4, 3x3) for 3x3 stride-1 convs on large maps where this CPU has
 //     it (about half the multiply-adds of direct convolution), else direct on NHWC;
 //   - forward only (training = false): the same rule, or, when conv_timing_enabled(), each
-//     plan this CPU offers is built and timed on scratch buffers (two runs, the faster one
-//     counts), once per shape per backend; later convs of the same shape reuse the answer.
+//     plan this CPU offers (a bf16 convolution's in float32 as well) is built and timed on
+//     scratch buffers (two runs, the faster one counts), once per shape per backend; later
+//     convs of the same shape reuse the answer.
 //
 // Workspace layout: [oneDNN scratchpad (largest of the primitives)] [x internal]
 // [y / dy internal] [weights in the primitive's format, unless constant] [dw in the
@@ -348,9 +349,12 @@ std::unique_ptr<ConvKernel> default_kernel(const Conv2dDesc& d, DnnlContext& ctx
       d, ctx, ConvPlan{algorithm::convolution_direct, compute_type(d, ctx), tag::nhwc});
 }
 
-// What the timing depends on: everything but the pointers.
-std::string plan_key(const Conv2dDesc& d) {
-  return d.input.str() + " " + std::to_string(d.out_channels) + " g" + std::to_string(d.groups) +
+// What the timing depends on: everything but the pointers. Without the batch: the layer's
+// key, whatever batch it runs at.
+std::string plan_key(const Conv2dDesc& d, bool with_batch = true) {
+  Shape input = d.input;
+  if (!with_batch) input[0] = 0;
+  return input.str() + " " + std::to_string(d.out_channels) + " g" + std::to_string(d.groups) +
          " " + std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) + " s" +
          std::to_string(d.stride_h) + "x" + std::to_string(d.stride_w) +
          (d.padding == Padding::same ? " same" : " valid") + (d.has_bias ? " bias" : "") +
@@ -393,15 +397,18 @@ double time_forward(ConvKernel& kernel, const Conv2dDesc& d, DnnlContext& ctx) {
   return best;
 }
 
-// Every plan worth trying for `d`; oneDNN refuses those it has no implementation of.
-std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const DnnlContext& ctx) {
-  const dt ct = compute_type(d, ctx);
-  std::vector<ConvPlan> plans{{algorithm::convolution_direct, ct, tag::nhwc},
-                              {algorithm::convolution_direct, ct, tag::any},
-                              {algorithm::convolution_auto, ct, tag::any}};
-  if (ct == dt::f32 && d.groups == 1 && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 &&
-      d.stride_w == 1)
-    plans.push_back({algorithm::convolution_winograd, ct, tag::any});
+// Every plan worth trying for `d` in the compute types `types`; oneDNN refuses those it has no
+// implementation of.
+std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const std::vector<dt>& types) {
+  std::vector<ConvPlan> plans;
+  for (const dt ct : types) {
+    plans.push_back({algorithm::convolution_direct, ct, tag::nhwc});
+    plans.push_back({algorithm::convolution_direct, ct, tag::any});
+    plans.push_back({algorithm::convolution_auto, ct, tag::any});
+    if (ct == dt::f32 && d.groups == 1 && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 &&
+        d.stride_w == 1)
+      plans.push_back({algorithm::convolution_winograd, ct, tag::any});
+  }
   return plans;
 }
 
@@ -412,7 +419,23 @@ std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const DnnlContext& ct
 struct PlanCache {
   std::mutex mutex;
   std::map<std::string, ConvPlan> plans;
+  std::map<std::string, dt> compute;  // by plan_key without the batch
 };
+
+// The compute types to time for `d`. A bf16 convolution is also tried in float32 on its
+// widened activations: without AMX, one bf16 dot product a cycle does no more than two f32
+// FMAs, and depthwise convolutions do not use it at all, so layer by layer either may win
+// (EfficientNet-B0 at batch 1 on a 2-core Xeon with AVX512_BF16: every kind of convolution took
+// 1.3-1.7x longer in bf16 than in f32). The first batch size timed settles the type for the
+// layer's other batch sizes, so that an image gets the same answer whatever batch it is in
+// (a server's graphs of 1, 8, 32 ...); only the algorithm and layout are timed again.
+std::vector<dt> compute_types(const Conv2dDesc& d, const DnnlContext& ctx, const PlanCache& cache) {
+  const dt asked = compute_type(d, ctx);
+  if (asked != dt::bf16) return {asked};
+  if (auto settled = cache.compute.find(plan_key(d, false)); settled != cache.compute.end())
+    return {settled->second};
+  return {dt::bf16, dt::f32};
+}
 PlanCache& plan_cache() {
   static PlanCache cache;
   return cache;
@@ -427,7 +450,7 @@ Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
   std::vector<std::unique_ptr<ConvKernel>> timed;
   ConvPlan best{};
   double best_seconds = std::numeric_limits<double>::infinity();
-  for (const ConvPlan& plan : candidate_plans(d, ctx)) {
+  for (const ConvPlan& plan : candidate_plans(d, compute_types(d, ctx, cache))) {
     std::unique_ptr<ConvKernel> kernel;
     try {
       kernel = std::make_unique<ConvKernel>(d, ctx, plan);
@@ -451,6 +474,7 @@ Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
                  d.input.str(), ", ", d.out_channels, " filters, kernel ", d.kernel_h, "x",
                  d.kernel_w);
   cache.plans.emplace(key, best);
+  cache.compute.emplace(plan_key(d, false), best.compute);
   return best;
 }
 
