@@ -21,6 +21,7 @@
 namespace ic {
 namespace {
 
+using testing::computes_in_bf16;
 using testing::cpu_backend;
 using testing::random_vec;
 using testing::rounded_to_bf16;
@@ -378,11 +379,12 @@ TEST(CpuBf16Activations, TrainingConvolutionsComputeAsTheRuleSays) {
     auto training = backend->compile(d);
     ASSERT_TRUE(training.ok()) << training.status().message();
     const std::string how = (*training)->implementation();
-    EXPECT_EQ(how.ends_with(" bf16"), std::string_view(mode) == "bf16") << mode << ": " << how;
+    EXPECT_EQ(computes_in_bf16(**training), std::string_view(mode) == "bf16")
+        << mode << ": " << how;
     d.training = false;  // inference convolutions compute in bf16 either way
     auto inference = backend->compile(d);
     ASSERT_TRUE(inference.ok()) << inference.status().message();
-    EXPECT_TRUE((*inference)->implementation().ends_with(" bf16")) << mode;
+    EXPECT_TRUE(computes_in_bf16(**inference)) << mode;
   }
 }
 
@@ -431,55 +433,57 @@ TEST(CpuBf16Activations, ConvolutionTrainsWithFloat32Gradients) {
   }
 }
 
+// One inference convolution (constant weights) reading and writing bf16 activations against
+// the reference on the weights it multiplies: bf16-rounded where it computes in bf16 (untimed:
+// wherever the CPU has bf16; timed: where bf16 was the faster), else the f32 ones.
+struct Bf16ConvCase {
+  Shape input;
+  int64_t filters;
+  int k, stride;
+  Padding padding;
+};
+
+void infer_one_bf16_convolution(Backend& backend, const Bf16ConvCase& c, bool relu, bool timed) {
+  SCOPED_TRACE(c.input.str() + (relu ? " relu" : "") + (timed ? " timed" : ""));
+  Conv2dDesc d;
+  d.input = c.input;
+  d.out_channels = c.filters;
+  d.kernel_h = d.kernel_w = c.k;
+  d.stride_h = d.stride_w = c.stride;
+  d.padding = c.padding;
+  d.has_bias = true;
+  d.training = false;
+  d.fused_relu = relu;
+  d.constant_weights = true;
+  d.time_algorithms = timed;  // timing tries float32 on the widened activations too
+  d.compute = DType::bf16;
+  d.activations = DType::bf16;
+  const Vec x = rounded_to_bf16(random_vec(c.input.numel(), 6));
+  const Vec w = random_vec(size_t(c.k * c.k * c.input.c() * c.filters), 7);
+  const Vec bias = random_vec(size_t(c.filters), 8);
+  Bf16Run run(backend, d);
+  const bool bf16_weights = computes_in_bf16(run.kernel());
+  if (!timed) {
+    EXPECT_EQ(bf16_weights, backend.has_native_bf16()) << run.kernel().implementation();
+  }
+  Vec expected = ref::conv2d_forward(d, x, bf16_weights ? rounded_to_bf16(w) : w, bias);
+  if (relu)
+    for (double& v : expected) v = std::max(v, 0.0);
+  auto y = run.forward({x}, DType::bf16, {w, bias}, {expected.size()}, DType::bf16);
+  ASSERT_EQ(y.size(), 1u);
+  const double terms = double(c.k * c.k * c.input.c());
+  expect_within(y[0], expected, kBf16Rounding * terms * 1e-2, kBf16Rounding,
+                "conv2d bf16 activations");
+}
+
 TEST(CpuBf16Activations, ConvolutionReadsAndWritesBf16) {
   auto backend = cpu_backend();
-  struct Case {
-    Shape input;
-    int64_t filters;
-    int k, stride;
-    Padding padding;
-  };
-  const Case cases[] = {{{2, 7, 5, 3}, 4, 3, 1, Padding::same},
-                        {{2, 8, 6, 17}, 19, 1, 1, Padding::same},
-                        {{1, 9, 9, 16}, 32, 3, 2, Padding::valid}};
-  for (const Case& c : cases) {
+  const Bf16ConvCase cases[] = {{{2, 7, 5, 3}, 4, 3, 1, Padding::same},
+                                {{2, 8, 6, 17}, 19, 1, 1, Padding::same},
+                                {{1, 9, 9, 16}, 32, 3, 2, Padding::valid}};
+  for (const Bf16ConvCase& c : cases)
     for (bool relu : {false, true})
-      for (bool timed : {false, true}) {
-        Conv2dDesc d;
-        d.input = c.input;
-        d.out_channels = c.filters;
-        d.kernel_h = d.kernel_w = c.k;
-        d.stride_h = d.stride_w = c.stride;
-        d.padding = c.padding;
-        d.has_bias = true;
-        d.training = false;
-        d.fused_relu = relu;
-        d.constant_weights = true;
-        d.time_algorithms = timed;  // timing tries float32 on the widened activations too
-        d.compute = DType::bf16;
-        d.activations = DType::bf16;
-        SCOPED_TRACE(c.input.str() + (relu ? " relu" : "") + (timed ? " timed" : ""));
-        const Vec x = rounded_to_bf16(random_vec(c.input.numel(), 6));
-        const Vec w = random_vec(size_t(c.k * c.k * c.input.c() * c.filters), 7);
-        const Vec bias = random_vec(size_t(c.filters), 8);
-        Bf16Run run(*backend, d);
-        // The reference on the weights the kernel multiplies: bf16-rounded where it computes in
-        // bf16 (untimed: wherever the CPU has bf16), else the f32 ones.
-        const std::string impl = run.kernel().implementation();
-        const bool bf16_weights = impl.ends_with(" bf16");
-        if (!timed) {
-          EXPECT_EQ(bf16_weights, backend->has_native_bf16()) << impl;
-        }
-        Vec expected = ref::conv2d_forward(d, x, bf16_weights ? rounded_to_bf16(w) : w, bias);
-        if (relu)
-          for (double& v : expected) v = std::max(v, 0.0);
-        auto y = run.forward({x}, DType::bf16, {w, bias}, {expected.size()}, DType::bf16);
-        ASSERT_EQ(y.size(), 1u);
-        const double terms = double(c.k * c.k * c.input.c());
-        expect_within(y[0], expected, kBf16Rounding * terms * 1e-2, kBf16Rounding,
-                      "conv2d bf16 activations");
-      }
-  }
+      for (bool timed : {false, true}) infer_one_bf16_convolution(*backend, c, relu, timed);
 }
 
 TEST(CpuBf16Activations, CastsRoundToNearestEven) {

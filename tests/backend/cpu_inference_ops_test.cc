@@ -12,6 +12,7 @@
 namespace ic {
 namespace {
 
+using testing::computes_in_bf16;
 using testing::cpu_backend;
 using testing::expect_near;
 using testing::OpHarness;
@@ -214,10 +215,9 @@ TEST(CpuInferenceConv, TimedComputeTypeIsTheLayersAtEveryBatch) {
         SCOPED_TRACE(conv_name(d));
         auto kernel = backend->compile(d);
         ASSERT_TRUE(kernel.ok()) << kernel.status().message();
-        const std::string impl = (*kernel)->implementation();
-        const std::string type = impl.ends_with(" bf16") ? "bf16" : "f32";
+        const std::string type = computes_in_bf16(**kernel) ? "bf16" : "f32";
         if (first.empty()) first = type;
-        EXPECT_EQ(type, first) << impl;
+        EXPECT_EQ(type, first) << (*kernel)->implementation();
       }
     }
   }
@@ -247,13 +247,12 @@ TEST(CpuInferenceConv, FusedActivationsMatchReference) {
         h.run(run);
         // In bf16 the kernel reads x and w rounded to bf16 and sums in f32. Timing may pick
         // float32 for a bf16 convolution (where it is faster); its name then lacks " bf16".
-        const std::string impl = h.kernel().implementation();
-        const bool computes_in_bf16 = impl.ends_with(" bf16");
-        EXPECT_TRUE(computes_in_bf16 || d.time_algorithms || compute == DType::f32 ||
-                    !backend->has_native_bf16())
-            << impl;
+        const bool in_bf16 = computes_in_bf16(h.kernel());
+        if (compute == DType::bf16 && !d.time_algorithms && backend->has_native_bf16()) {
+          EXPECT_TRUE(in_bf16) << h.kernel().implementation();
+        }
         OpRun rounded = run;
-        if (computes_in_bf16) {
+        if (in_bf16) {
           rounded.inputs[0] = rounded_to_bf16(run.inputs[0]);
           rounded.params[0] = rounded_to_bf16(run.params[0]);
         }

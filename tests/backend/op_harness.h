@@ -41,6 +41,12 @@ inline Vec rounded_to_bf16(Vec v) {
   return v;
 }
 
+// Whether a convolution kernel multiplies in bf16: its implementation() ends " bf16" then
+// (the CPU backend's; a timed bf16 convolution may have chosen float32).
+inline bool computes_in_bf16(const OpKernel& kernel) {
+  return kernel.implementation().ends_with(" bf16");
+}
+
 struct OpRun {
   // In.
   std::vector<Vec> inputs, params, state;

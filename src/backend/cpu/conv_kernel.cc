@@ -349,12 +349,9 @@ std::unique_ptr<ConvKernel> default_kernel(const Conv2dDesc& d, DnnlContext& ctx
       d, ctx, ConvPlan{algorithm::convolution_direct, compute_type(d, ctx), tag::nhwc});
 }
 
-// What the timing depends on: everything but the pointers. Without the batch: the layer's
-// key, whatever batch it runs at.
-std::string plan_key(const Conv2dDesc& d, bool with_batch = true) {
-  Shape input = d.input;
-  if (!with_batch) input[0] = 0;
-  return input.str() + " " + std::to_string(d.out_channels) + " g" + std::to_string(d.groups) +
+// What the timing depends on: everything but the pointers.
+std::string plan_key(const Conv2dDesc& d) {
+  return d.input.str() + " " + std::to_string(d.out_channels) + " g" + std::to_string(d.groups) +
          " " + std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) + " s" +
          std::to_string(d.stride_h) + "x" + std::to_string(d.stride_w) +
          (d.padding == Padding::same ? " same" : " valid") + (d.has_bias ? " bias" : "") +
@@ -362,6 +359,12 @@ std::string plan_key(const Conv2dDesc& d, bool with_batch = true) {
          (d.fused_activation ? std::string(" ") + activation_name(*d.fused_activation) : "") +
          (d.constant_weights ? " const" : "") + " " + dtype_name(d.compute) + " in " +
          dtype_name(d.activations);
+}
+
+// The layer, whatever batch it runs at: plan_key without the batch.
+std::string layer_key(Conv2dDesc d) {
+  d.input[0] = 0;
+  return plan_key(d);
 }
 
 // Seconds of one forward: the faster of two runs, on scratch buffers.
@@ -419,7 +422,7 @@ std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const std::vector<dt>
 struct PlanCache {
   std::mutex mutex;
   std::map<std::string, ConvPlan> plans;
-  std::map<std::string, dt> compute;  // by plan_key without the batch
+  std::map<std::string, dt> compute;  // by layer_key
 };
 
 // The compute types to time for `d`. A bf16 convolution is also tried in float32 on its
@@ -429,13 +432,15 @@ struct PlanCache {
 // 1.3-1.7x longer in bf16 than in f32). The first batch size timed settles the type for the
 // layer's other batch sizes, so that an image gets the same answer whatever batch it is in
 // (a server's graphs of 1, 8, 32 ...); only the algorithm and layout are timed again.
-std::vector<dt> compute_types(const Conv2dDesc& d, const DnnlContext& ctx, const PlanCache& cache) {
+std::vector<dt> compute_types(const Conv2dDesc& d, const DnnlContext& ctx, const PlanCache& cache,
+                              const std::string& layer) {
   const dt asked = compute_type(d, ctx);
   if (asked != dt::bf16) return {asked};
-  if (auto settled = cache.compute.find(plan_key(d, false)); settled != cache.compute.end())
+  if (auto settled = cache.compute.find(layer); settled != cache.compute.end())
     return {settled->second};
   return {dt::bf16, dt::f32};
 }
+
 PlanCache& plan_cache() {
   static PlanCache cache;
   return cache;
@@ -447,10 +452,11 @@ Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
   PlanCache& cache = plan_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   if (auto known = cache.plans.find(key); known != cache.plans.end()) return known->second;
+  const std::string layer = layer_key(d);
   std::vector<std::unique_ptr<ConvKernel>> timed;
   ConvPlan best{};
   double best_seconds = std::numeric_limits<double>::infinity();
-  for (const ConvPlan& plan : candidate_plans(d, compute_types(d, ctx, cache))) {
+  for (const ConvPlan& plan : candidate_plans(d, compute_types(d, ctx, cache, layer))) {
     std::unique_ptr<ConvKernel> kernel;
     try {
       kernel = std::make_unique<ConvKernel>(d, ctx, plan);
@@ -474,7 +480,7 @@ Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
                  d.input.str(), ", ", d.out_channels, " filters, kernel ", d.kernel_h, "x",
                  d.kernel_w);
   cache.plans.emplace(key, best);
-  cache.compute.emplace(plan_key(d, false), best.compute);
+  cache.compute.emplace(layer, best.compute);
   return best;
 }
 
