@@ -321,7 +321,9 @@ struct Server::Loop {
                    bool head_only) {
     budget->release(c.reserved);
     c.reserved = 0;
-    c.close_after_write = r.close || !keep_alive || draining;
+    // stop_requested too: an answer finished between shutdown() and the loop's next turn (the
+    // batch a drain runs at once) still tells its client the connection ends.
+    c.close_after_write = r.close || !keep_alive || draining || stop_requested;
     c.out = serialize(r, c.close_after_write, head_only, minor_version);
     c.out_offset = 0;
     c.phase = Phase::writing;

@@ -78,8 +78,10 @@ void Server::run() {
 
 void Server::shutdown() {
   State& s = *state_;
-  s.core->stop_waiting();
+  // REST first: every answer written from here on closes its connection, including those of
+  // the batch stop_waiting() then runs at once.
   if (s.rest) s.rest->shutdown();
+  s.core->stop_waiting();
   {
     std::lock_guard lock(s.run_mutex);
     s.stop_asked = true;
