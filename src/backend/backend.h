@@ -111,6 +111,11 @@ class Backend {
   // Whether every kernel takes its activations in bf16 where a desc's `activations` says so
   // (ops.h), so an inference graph can hold them in bf16 between ops (graph/precision_pass.h).
   virtual bool supports_bf16_activations() const { return false; }
+  // The type a forward-only kernel of `d` computes in. A backend that chooses a convolution's
+  // implementation by timing (Conv2dDesc::time_algorithms) may find a bf16 one faster in float32
+  // and say so here (timing it now if it has not); the inference graph then keeps that layer's
+  // activations in float32 as well (graph/precision_pass.h). Elsewhere: the type asked.
+  virtual Result<DType> conv_compute_type(const Conv2dDesc& d) { return d.compute; }
 
   // Memory -----------------------------------------------------------------------------
   virtual Result<DeviceBuffer> allocate(size_t bytes) = 0;  // 64-byte aligned at least

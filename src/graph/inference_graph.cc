@@ -75,9 +75,11 @@ Result<InferenceGraph> prepare_inference_graph(const Graph& graph, const ParamSo
   }
   if (options.activations == DType::bf16) {
     ActivationPrecisionStats bf16;
-    IC_ASSIGN_OR_RETURN(inference.graph, store_activations_in_bf16(inference.graph, &bf16));
+    IC_ASSIGN_OR_RETURN(inference.graph, store_activations_in_bf16(inference.graph, &bf16,
+                                                                   options.conv_compute_type));
     inference.stats.bf16_activations = bf16.bf16_values;
     inference.stats.casts = bf16.casts;
+    inference.stats.float32_convolutions = bf16.float32_convolutions;
   } else if (options.activations != DType::f32) {
     return error("activations in ", dtype_name(options.activations),
                  ": an inference graph holds them in f32 or bf16");

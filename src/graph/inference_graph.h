@@ -27,6 +27,7 @@
 #include "core/status.h"
 #include "graph/inference_passes.h"
 #include "graph/param_layout.h"
+#include "graph/precision_pass.h"
 #include "graph/quantize_pass.h"
 
 namespace ic {
@@ -43,6 +44,10 @@ struct InferenceGraphOptions {
   // bf16: every activation between two ops is held in bfloat16 (graph/precision_pass.h), for a
   // backend whose kernels take them (Backend::supports_bf16_activations); f32 otherwise.
   DType activations = DType::f32;
+  // With bf16 activations: where set, a convolution this says computes in float32 (the backend
+  // timed it faster so: Backend::conv_compute_type) keeps float32 activations, and so do the ops
+  // around it (graph/precision_pass.h); unset, every activation is bf16.
+  ConvComputeType conv_compute_type;
   // Set: the layers it names run in int8 (graph/quantize_pass.h), after folding.
   std::optional<QuantizationTable> int8;
   // Between int8 layers, pools and concatenations move u8 (pools_and_concats_in_u8), and int8

@@ -25,6 +25,7 @@ struct InferencePassStats {
   int removed_params = 0;            // parameters no node reads any more
   int bf16_activations = 0;          // values held in bf16 (graph/precision_pass.h)
   int casts = 0;                     // Cast nodes where values enter or leave bf16
+  int float32_convolutions = 0;      // of a bf16 graph, those timed faster in f32 (kept f32)
   int int8_outputs = 0;  // int8 convolutions writing u8 (graph/quantize_pass.h), no Quantize
   int u8_pools = 0;      // pools on u8 between int8 layers (graph/u8_dataflow_pass.h)
   int u8_concats = 0;    // concatenations of u8

@@ -27,15 +27,23 @@ bool is_int8_layer(const Node& node) {
   return std::holds_alternative<QuantizeDesc>(node.desc);
 }
 
+// The element count of a value's shape.
+int64_t elements(const Graph& graph, ValueId v) {
+  return graph.values[static_cast<size_t>(v)].shape.numel();
+}
+
 // Rebuilds the node list, adding casts where a reader's type differs from the value's.
 class Bf16Rewriter {
  public:
-  explicit Bf16Rewriter(const Graph& graph) : out_(graph) { out_.nodes.clear(); }
+  Bf16Rewriter(const Graph& graph, const ConvComputeType& compute_type)
+      : out_(graph), compute_type_(compute_type) {
+    out_.nodes.clear();
+  }
 
   Result<Graph> run(const Graph& graph, ActivationPrecisionStats* stats) {
     for (const Node& original : graph.nodes) {
       Node node = original;
-      const bool bf16 = std::visit(SetBf16{}, node.desc);
+      IC_ASSIGN_OR_RETURN(const bool bf16, choose_bf16(node));
       const DType wanted = bf16 ? DType::bf16 : DType::f32;
       for (ValueId& input : node.inputs) {
         const DType have = out_.values[static_cast<size_t>(input)].dtype;
@@ -45,7 +53,7 @@ class Bf16Rewriter {
       if (bf16) {
         for (ValueId output : node.outputs) {
           out_.values[static_cast<size_t>(output)].dtype = DType::bf16;
-          ++bf16_values_;
+          ++stats_.bf16_values;
         }
       }
       for (ValueId output : node.outputs)
@@ -54,8 +62,35 @@ class Bf16Rewriter {
     }
     if (out_.logits != kNone && out_.values[static_cast<size_t>(out_.logits)].dtype == DType::bf16)
       out_.logits = cast(out_.logits, DType::f32);
-    if (stats) *stats = ActivationPrecisionStats{bf16_values_, casts_};
+    if (stats) *stats = stats_;
     return std::move(out_);
+  }
+
+ private:
+  // Whether `node` (its desc updated to match) holds its activations in bf16.
+  Result<bool> choose_bf16(Node& node) {
+    const OpDesc as_given = node.desc;
+    if (!std::visit(SetBf16{}, node.desc)) return false;
+    if (!compute_type_) return true;
+    if (auto* conv = std::get_if<Conv2dDesc>(&node.desc)) {
+      IC_ASSIGN_OR_RETURN(const DType compute, compute_type_(*conv));
+      if (compute == DType::bf16) return true;
+      node.desc = as_given;  // float32 activations
+      std::get<Conv2dDesc>(node.desc).compute = DType::f32;
+      ++stats_.float32_convolutions;
+      return false;
+    }
+    // Any other op follows its largest float input (a graph input: the images, f32).
+    ValueId largest = kNone;
+    for (ValueId input : node.inputs) {
+      const DType have = out_.values[static_cast<size_t>(input)].dtype;
+      if (have != DType::f32 && have != DType::bf16) continue;
+      if (largest == kNone || elements(out_, input) > elements(out_, largest)) largest = input;
+    }
+    if (largest != kNone && out_.values[static_cast<size_t>(largest)].dtype == DType::bf16)
+      return true;
+    node.desc = as_given;
+    return false;
   }
 
  private:
@@ -69,23 +104,25 @@ class Bf16Rewriter {
     out_.values.push_back(ValueInfo{name, info.shape, to, static_cast<NodeId>(out_.nodes.size())});
     out_.nodes.push_back(Node{name, CastDesc{info.shape, info.dtype, to}, {v}, {id}, {}, {}});
     casts_made_.emplace(key, id);
-    ++casts_;
+    ++stats_.casts;
     return id;
   }
 
   Graph out_;
+  const ConvComputeType& compute_type_;
   std::map<std::pair<ValueId, DType>, ValueId> casts_made_;
-  int bf16_values_ = 0, casts_ = 0;
+  ActivationPrecisionStats stats_;
 };
 
 }  // namespace
 
-Result<Graph> store_activations_in_bf16(const Graph& graph, ActivationPrecisionStats* stats) {
+Result<Graph> store_activations_in_bf16(const Graph& graph, ActivationPrecisionStats* stats,
+                                        const ConvComputeType& compute_type) {
   for (const Node& node : graph.nodes) {
     if (is_int8_layer(node))
       return error("bf16 activations and int8 layers do not mix (", node.name, " is int8)");
   }
-  return Bf16Rewriter(graph).run(graph, stats);
+  return Bf16Rewriter(graph, compute_type).run(graph, stats);
 }
 
 }  // namespace ic

@@ -12,8 +12,7 @@ const char* precision_name(InferencePrecision precision) {
 }
 
 Result<InferenceGraphOptions> graph_options_for(const InferenceModel& model,
-                                                InferencePrecision precision,
-                                                const Backend& backend,
+                                                InferencePrecision precision, Backend& backend,
                                                 InferenceGraphOptions base) {
   const bool bf16 = precision == InferencePrecision::bfloat16;
   base.compute = bf16 ? DType::bf16 : DType::f32;
@@ -22,6 +21,11 @@ Result<InferenceGraphOptions> graph_options_for(const InferenceModel& model,
   base.activations = bf16 && backend.has_native_bf16() && backend.supports_bf16_activations()
                          ? DType::bf16
                          : DType::f32;
+  // Where a layer computes in float32 anyway, its activations stay float32 too.
+  if (base.activations == DType::bf16 && base.time_algorithms)
+    base.conv_compute_type = [&backend](const Conv2dDesc& d) {
+      return backend.conv_compute_type(d);
+    };
   base.int8.reset();
   if (precision == InferencePrecision::int8) {
     if (!model.int8)

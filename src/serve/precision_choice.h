@@ -1,8 +1,10 @@
 // serve's --precision: the number format the served model computes in, fixed or chosen at
 // load time. auto picks bfloat16 only where it is real and faster: the backend must have
 // native bf16 convolutions (Backend::has_native_bf16; a CPU without AVX-512 BF16 or AMX
-// computes "bf16" in float32) AND a timing at the largest batch size must show the bf16 graph
-// faster than the float32 one; else float32. auto never picks int8: int8 changes the answers,
+// computes "bf16" in float32), some layer of the bf16 graph must run in bf16 (each convolution
+// is timed both ways and keeps float32 where that is faster: graph/precision_pass.h) AND a
+// timing at the largest batch size must show the bf16 graph faster than the float32 one; else
+// float32. auto never picks int8: int8 changes the answers,
 // so it is asked for explicitly, for an int8 export (export_model --format=int8).
 #pragma once
 

@@ -223,6 +223,49 @@ TEST(CpuInferenceConv, TimedComputeTypeIsTheLayersAtEveryBatch) {
   }
 }
 
+// Backend::conv_compute_type, what the inference graph asks before it decides a layer's
+// activations: one answer per layer at every batch size, and the kernels compiled after it agree
+// (a bf16 answer computes in bf16; a float32 one computes in float32 even where bf16 is asked).
+// Without timing it is the type asked; without bf16 convolutions, float32.
+TEST(CpuInferenceConv, ComputeTypeIsTheLayersAndItsKernelsFollowIt) {
+  auto backend = cpu_backend();
+  const InferenceCase layers[] = {{{1, 11, 11, 24}, 56, 1, 1, 1, Padding::same},
+                                  {{1, 9, 9, 40}, 40, 3, 3, 1, Padding::same},
+                                  {{1, 17, 17, 8}, 16, 3, 3, 2, Padding::valid}};
+  for (const InferenceCase& layer : layers) {
+    for (int64_t groups : {int64_t{1}, layer.input.c()}) {
+      if (groups > 1 && layer.filters != layer.input.c()) continue;
+      DType first = DType::i32;
+      for (int64_t batch : {1, 3, 2, 5}) {
+        InferenceCase c = layer;
+        c.input[0] = batch;
+        Conv2dDesc d = inference_conv(c, true, true, /*timed=*/true);
+        d.groups = groups;
+        d.compute = DType::bf16;
+        d.activations = DType::bf16;
+        SCOPED_TRACE(conv_name(d));
+        auto type = backend->conv_compute_type(d);
+        ASSERT_TRUE(type.ok()) << type.status().message();
+        if (!backend->has_native_bf16()) {
+          EXPECT_EQ(*type, DType::f32);
+        }
+        if (first == DType::i32) first = *type;
+        EXPECT_EQ(*type, first) << "batch " << batch;
+        auto kernel = backend->compile(d);
+        ASSERT_TRUE(kernel.ok()) << kernel.status().message();
+        EXPECT_EQ(computes_in_bf16(**kernel), *type == DType::bf16) << (*kernel)->implementation();
+
+        d.time_algorithms = false;
+        auto fixed = backend->conv_compute_type(d);
+        ASSERT_TRUE(fixed.ok()) << fixed.status().message();
+        EXPECT_EQ(*fixed, backend->has_native_bf16() ? DType::bf16 : DType::f32);
+      }
+    }
+  }
+  Conv2dDesc bad = inference_conv({{1, 2, 2, 3}, 4, 5, 5, 1, Padding::valid}, true, true, true);
+  EXPECT_FALSE(backend->conv_compute_type(bad).ok()) << "input smaller than the kernel";
+}
+
 // ReLU6, sigmoid and swish as the convolution's post-op (MobileNet's and EfficientNet's
 // inference graphs): plain, depthwise and grouped convolutions, fixed and timed, in float32 and
 // computing in bf16 (where the CPU has bf16 dot products, against the reference on x and w

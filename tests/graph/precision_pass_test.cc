@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "graph/inference_graph.h"
 #include "inference_test_util.h"
@@ -133,6 +135,119 @@ TEST(Bf16ActivationsPass, TrainingGraphsKeepTheLossInFloat32) {
     EXPECT_EQ(g.values[static_cast<size_t>(node.outputs[0])].dtype, DType::f32) << node.name;
   }
   EXPECT_EQ(losses, 2);
+}
+
+// The float32 type a value has, or the Cast's input where a cast made it (the value its
+// producer wrote).
+DType written_type(const Graph& g, ValueId v) {
+  const NodeId producer = g.values[static_cast<size_t>(v)].producer;
+  if (producer == kNone) return g.values[static_cast<size_t>(v)].dtype;
+  const Node& node = g.nodes[static_cast<size_t>(producer)];
+  if (std::holds_alternative<CastDesc>(node.desc)) return written_type(g, node.inputs[0]);
+  return g.values[static_cast<size_t>(v)].dtype;
+}
+
+// With a ConvComputeType (what the backend's timing says), the convolutions it calls float32
+// compute in float32 on float32 activations; the others stay bf16; every other op takes the
+// type of its largest input, and casts sit only where the two regions meet. Here the answer is
+// a fixed rule (every third convolution in bf16), so the test does not depend on timings.
+TEST(Bf16ActivationsPass, ConvolutionsTimedFasterInFloat32KeepFloat32Activations) {
+  const Graph graph = build_model(tiny("inception_v3", 75)).value();
+  const ParamValues values = testing::random_param_values(graph, 5);
+  const ParamSource source = testing::source_of(graph, values);
+  InferenceGraphOptions options;
+  options.compute = DType::bf16;
+  options.activations = DType::bf16;
+  int asked = 0;
+  std::vector<std::string> bf16_layers;
+  options.conv_compute_type = [&](const Conv2dDesc& d) -> Result<DType> {
+    EXPECT_EQ(d.compute, DType::bf16);
+    EXPECT_EQ(d.activations, DType::bf16) << "asked as it would run in bf16";
+    return asked++ % 3 == 0 ? DType::bf16 : DType::f32;
+  };
+  auto mixed = prepare_inference_graph(graph, source, options);
+  ASSERT_TRUE(mixed.ok()) << mixed.status().message();
+  const Graph& g = mixed->graph;
+  int convs = 0, f32_convs = 0, casts = 0;
+  for (const Node& node : g.nodes) {
+    if (std::holds_alternative<CastDesc>(node.desc)) {
+      ++casts;
+      continue;
+    }
+    std::vector<DType> inputs;
+    for (ValueId in : node.inputs) inputs.push_back(g.values[static_cast<size_t>(in)].dtype);
+    const DType out = g.values[static_cast<size_t>(node.outputs[0])].dtype;
+    if (const auto* conv = std::get_if<Conv2dDesc>(&node.desc)) {
+      const bool bf16 = convs++ % 3 == 0;
+      f32_convs += bf16 ? 0 : 1;
+      const DType want = bf16 ? DType::bf16 : DType::f32;
+      EXPECT_EQ(conv->compute, want) << node.name;
+      EXPECT_EQ(conv->activations, want) << node.name;
+      EXPECT_EQ(out, want) << node.name;
+      EXPECT_EQ(inputs[0], want) << node.name;
+      continue;
+    }
+    if (std::holds_alternative<DenseDesc>(node.desc)) continue;
+    // Follows its largest input as written (before any cast), and reads all in its type.
+    ValueId largest = node.inputs[0];
+    for (ValueId in : node.inputs)
+      if (g.values[static_cast<size_t>(in)].shape.numel() >
+          g.values[static_cast<size_t>(largest)].shape.numel())
+        largest = in;
+    EXPECT_EQ(out, written_type(g, largest)) << node.name;
+    for (DType in : inputs) EXPECT_EQ(in, out) << node.name;
+  }
+  EXPECT_EQ(asked, convs) << "asked once per convolution";
+  EXPECT_EQ(mixed->stats.float32_convolutions, f32_convs);
+  EXPECT_EQ(mixed->stats.casts, casts);
+  EXPECT_GT(casts, 2) << "the regions meet somewhere besides the images and the logits";
+
+  auto backend = testing::test_cpu_backend();
+  ASSERT_NE(backend, nullptr);
+  if (!backend->supports_bf16_activations()) return;  // the graph above, not its numbers
+  InferenceGraphOptions f32_options;
+  auto f32 = prepare_inference_graph(graph, source, f32_options);
+  ASSERT_TRUE(f32.ok()) << f32.status().message();
+  const std::vector<float> images = testing::random_images(graph, 7);
+  testing::expect_relative(logits_of(*backend, *mixed, images), logits_of(*backend, *f32, images),
+                           3e-2, "mixed bf16 / f32 logits");
+}
+
+// Every convolution faster in float32 (as on a CPU without AMX at small batches): the graph is
+// the float32 one, no value in bf16, no cast, the same logits bit for bit.
+TEST(Bf16ActivationsPass, AllConvolutionsInFloat32IsTheFloat32Graph) {
+  const Graph graph = build_model(tiny("inception_v3", 75)).value();
+  const ParamValues values = testing::random_param_values(graph, 5);
+  const ParamSource source = testing::source_of(graph, values);
+  InferenceGraphOptions options;
+  options.compute = DType::bf16;
+  options.activations = DType::bf16;
+  options.conv_compute_type = [](const Conv2dDesc&) -> Result<DType> { return DType::f32; };
+  options.time_algorithms = false;  // the float32 graph's kernels, not timed ones
+  auto all_f32 = prepare_inference_graph(graph, source, options);
+  ASSERT_TRUE(all_f32.ok()) << all_f32.status().message();
+  EXPECT_EQ(all_f32->stats.bf16_activations, 0);
+  EXPECT_EQ(all_f32->stats.casts, 0);
+  for (const ValueInfo& value : all_f32->graph.values) EXPECT_NE(value.dtype, DType::bf16);
+
+  auto backend = testing::test_cpu_backend();
+  ASSERT_NE(backend, nullptr);
+  InferenceGraphOptions f32_options;
+  f32_options.time_algorithms = false;
+  auto f32 = prepare_inference_graph(graph, source, f32_options);
+  ASSERT_TRUE(f32.ok()) << f32.status().message();
+  const std::vector<float> images = testing::random_images(graph, 7);
+  EXPECT_EQ(logits_of(*backend, *all_f32, images), logits_of(*backend, *f32, images));
+}
+
+// The callback's error is the pass's.
+TEST(Bf16ActivationsPass, ComputeTypeErrorsReachTheCaller) {
+  const Graph graph = build_model(tiny("inception_v3", 75)).value();
+  ActivationPrecisionStats stats;
+  auto result = store_activations_in_bf16(
+      graph, &stats, [](const Conv2dDesc&) -> Result<DType> { return error("no timing today"); });
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("no timing today"), std::string::npos);
 }
 
 TEST(Bf16ActivationsPass, RefusesInt8Layers) {

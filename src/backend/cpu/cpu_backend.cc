@@ -61,6 +61,13 @@ class CpuBackend final : public Backend {
   // oneDNN's pooling and batch norm take bf16 only where it has bf16 convolutions (AVX-512); on
   // an AVX2 CPU those kernels refuse bf16 activations, and bf16 computes in float32 anyway.
   bool supports_bf16_activations() const override { return dnnl_.native_bf16; }
+  Result<DType> conv_compute_type(const Conv2dDesc& d) override {
+    try {
+      return cpu::conv_compute_type(d, dnnl_);
+    } catch (const dnnl::error& e) {
+      return error("cpu: oneDNN cannot build conv2d: ", e.what());
+    }
+  }
 
   Result<DeviceBuffer> allocate(size_t bytes) override {
     void* p = std::aligned_alloc(64, align64(std::max<size_t>(bytes, 1)));

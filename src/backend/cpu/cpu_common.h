@@ -199,6 +199,9 @@ void chunked(int64_t count, Body body) {
 
 // Kernel factories. Each returns an error for shapes it cannot handle.
 Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& ctx);
+// The type make_conv2d's kernel for `d` computes in (Backend::conv_compute_type): timed where
+// the kernel would be.
+Result<DType> conv_compute_type(const Conv2dDesc& d, DnnlContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_batch_norm(const BatchNormDesc& d, DnnlContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_pool2d(const Pool2dDesc& d, DnnlContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_dense(const DenseDesc& d, DnnlContext& ctx);
