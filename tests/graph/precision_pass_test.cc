@@ -147,19 +147,28 @@ DType written_type(const Graph& g, ValueId v) {
   return g.values[static_cast<size_t>(v)].dtype;
 }
 
+// Tiny Inception v3 with random weights, and the options of its bf16 inference graph.
+struct TinyBf16Case {
+  TinyBf16Case() {
+    options.compute = DType::bf16;
+    options.activations = DType::bf16;
+  }
+  const Graph graph = build_model(tiny("inception_v3", 75)).value();
+  const ParamValues values = testing::random_param_values(graph, 5);
+  const ParamSource source = testing::source_of(graph, values);
+  InferenceGraphOptions options;
+};
+
 // With a ConvComputeType (what the backend's timing says), the convolutions it calls float32
 // compute in float32 on float32 activations; the others stay bf16; every other op takes the
 // type of its largest input, and casts sit only where the two regions meet. Here the answer is
 // a fixed rule (every third convolution in bf16), so the test does not depend on timings.
 TEST(Bf16ActivationsPass, ConvolutionsTimedFasterInFloat32KeepFloat32Activations) {
-  const Graph graph = build_model(tiny("inception_v3", 75)).value();
-  const ParamValues values = testing::random_param_values(graph, 5);
-  const ParamSource source = testing::source_of(graph, values);
-  InferenceGraphOptions options;
-  options.compute = DType::bf16;
-  options.activations = DType::bf16;
+  TinyBf16Case tiny_case;
+  const Graph& graph = tiny_case.graph;
+  const ParamSource& source = tiny_case.source;
+  InferenceGraphOptions& options = tiny_case.options;
   int asked = 0;
-  std::vector<std::string> bf16_layers;
   options.conv_compute_type = [&](const Conv2dDesc& d) -> Result<DType> {
     EXPECT_EQ(d.compute, DType::bf16);
     EXPECT_EQ(d.activations, DType::bf16) << "asked as it would run in bf16";
@@ -216,12 +225,10 @@ TEST(Bf16ActivationsPass, ConvolutionsTimedFasterInFloat32KeepFloat32Activations
 // Every convolution faster in float32 (as on a CPU without AMX at small batches): the graph is
 // the float32 one, no value in bf16, no cast, the same logits bit for bit.
 TEST(Bf16ActivationsPass, AllConvolutionsInFloat32IsTheFloat32Graph) {
-  const Graph graph = build_model(tiny("inception_v3", 75)).value();
-  const ParamValues values = testing::random_param_values(graph, 5);
-  const ParamSource source = testing::source_of(graph, values);
-  InferenceGraphOptions options;
-  options.compute = DType::bf16;
-  options.activations = DType::bf16;
+  TinyBf16Case tiny_case;
+  const Graph& graph = tiny_case.graph;
+  const ParamSource& source = tiny_case.source;
+  InferenceGraphOptions& options = tiny_case.options;
   options.conv_compute_type = [](const Conv2dDesc&) -> Result<DType> { return DType::f32; };
   options.time_algorithms = false;  // the float32 graph's kernels, not timed ones
   auto all_f32 = prepare_inference_graph(graph, source, options);
