@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -299,43 +300,45 @@ TEST(CpuBf16Activations, PoolsTrainWithFloat32Gradients) {
 // Training batch norm: bf16 x and y, f32 statistics and gradients (backward widens x). The
 // statistics and the gradients are those of the bf16-rounded x to f32 precision; y is rounded
 // once.
+void train_bf16_batch_norm(Backend& backend, const Shape& shape, bool relu) {
+  const Vec x = rounded_to_bf16(random_vec(shape.numel(), 17));
+  const Vec beta = random_vec(size_t(shape.c()), 18);
+  const Vec gamma = random_vec(size_t(shape.c()), 19, 0.5, 1.5);
+  const Vec zeros(size_t(shape.c()), 0.0), ones(size_t(shape.c()), 1.0);
+  BatchNormDesc d;
+  d.input = shape;
+  d.has_gamma = true;
+  d.fused_relu = relu;
+  d.training = true;
+  d.activations = DType::bf16;
+  const ref::BatchNormResult fwd = ref::batch_norm_forward(d, x, beta, gamma, zeros, ones);
+  const Vec dy = random_vec(x.size(), 20);
+  const ref::BatchNormGrads grads = ref::batch_norm_backward(d, x, gamma, fwd, dy);
+  Bf16Run run(backend, d);
+  auto r = run.run({x}, DType::bf16, {beta, gamma}, {zeros, ones}, {x.size()}, DType::bf16, {dy});
+  ASSERT_EQ(r.outputs.size(), 1u) << shape.str();
+  ASSERT_EQ(r.input_grads.size(), 1u) << shape.str();
+  ASSERT_EQ(r.param_grads.size(), 2u) << shape.str();
+  const std::string at = (relu ? "bn+relu " : "bn ") + shape.str() + " ";
+  expect_within(r.outputs[0], fwd.y, 1e-5, kBf16Rounding, (at + "y").c_str());
+  expect_within(r.input_grads[0], grads.dx, 1e-4, 1e-3, (at + "dx").c_str());
+  expect_within(r.param_grads[0], grads.dbeta, 1e-4, 1e-4, (at + "dbeta").c_str());
+  expect_within(r.param_grads[1], grads.dgamma, 1e-4, 1e-4, (at + "dgamma").c_str());
+}
+
 // The second shape is one where oneDNN's bf16 and f32 kernels write different ReLU masks, so
 // the kernel runs its forward in f32 too (batch_norm_kernel.cc).
 TEST(CpuBf16Activations, BatchNormTrainsWithFloat32Gradients) {
   auto backend = cpu_backend();
   if (!backend->supports_bf16_activations()) GTEST_SKIP() << kNoBf16Kernels;
   for (const Shape& shape : {kShape, Shape{8, 7, 7, 24}})
-    for (bool relu : {false, true}) {
-      const Vec x = rounded_to_bf16(random_vec(shape.numel(), 17));
-      const Vec beta = random_vec(size_t(shape.c()), 18);
-      const Vec gamma = random_vec(size_t(shape.c()), 19, 0.5, 1.5);
-      const Vec zeros(size_t(shape.c()), 0.0), ones(size_t(shape.c()), 1.0);
-      BatchNormDesc d;
-      d.input = shape;
-      d.has_gamma = true;
-      d.fused_relu = relu;
-      d.training = true;
-      d.activations = DType::bf16;
-      const ref::BatchNormResult fwd = ref::batch_norm_forward(d, x, beta, gamma, zeros, ones);
-      const Vec dy = random_vec(x.size(), 20);
-      const ref::BatchNormGrads grads = ref::batch_norm_backward(d, x, gamma, fwd, dy);
-      Bf16Run run(*backend, d);
-      auto r =
-          run.run({x}, DType::bf16, {beta, gamma}, {zeros, ones}, {x.size()}, DType::bf16, {dy});
-      ASSERT_EQ(r.outputs.size(), 1u);
-      ASSERT_EQ(r.input_grads.size(), 1u);
-      ASSERT_EQ(r.param_grads.size(), 2u);
-      expect_within(r.outputs[0], fwd.y, 1e-5, kBf16Rounding, relu ? "bn+relu y" : "bn y");
-      expect_within(r.input_grads[0], grads.dx, 1e-4, 1e-3, relu ? "bn+relu dx" : "bn dx");
-      expect_within(r.param_grads[0], grads.dbeta, 1e-4, 1e-4, "dbeta");
-      expect_within(r.param_grads[1], grads.dgamma, 1e-4, 1e-4, "dgamma");
-    }
+    for (bool relu : {false, true}) train_bf16_batch_norm(*backend, shape, relu);
 }
 
-// The same at every shape of the Fashion-MNIST Inception v3's batch norms (75x75 images, depth
-// multiplier 0.25, 64 images per replica; docs/fashion-mnist.md), with ReLU fused: the check
-// that sends a shape's forward to f32 compares oneDNN's workspace descriptions, which match
-// whenever the masks' sizes do, so each shape the model trains at is checked here.
+// The same with ReLU fused at every shape of the Fashion-MNIST Inception v3's batch norms (75x75
+// images, depth multiplier 0.25, 64 images per replica; docs/fashion-mnist.md): the check that
+// sends a shape's forward to f32 compares oneDNN's workspace descriptions, which match whenever
+// the masks' sizes do, so each shape the model trains at is checked here.
 TEST(CpuBf16Activations, BatchNormReluTrainsAtTheFashionModelsShapes) {
   auto backend = cpu_backend();
   if (!backend->supports_bf16_activations()) GTEST_SKIP() << kNoBf16Kernels;
@@ -344,30 +347,7 @@ TEST(CpuBf16Activations, BatchNormReluTrainsAtTheFashionModelsShapes) {
   for (int64_t side : {7, 3, 1})
     for (int64_t c : {12, 16, 24, 32, 40, 48, 80, 96, 112, 192})
       shapes.push_back({64, side, side, c});
-  for (const Shape& shape : shapes) {
-    const Vec x = rounded_to_bf16(random_vec(shape.numel(), 31));
-    const Vec beta = random_vec(size_t(shape.c()), 32);
-    const Vec gamma = random_vec(size_t(shape.c()), 33, 0.5, 1.5);
-    const Vec zeros(size_t(shape.c()), 0.0), ones(size_t(shape.c()), 1.0);
-    BatchNormDesc d;
-    d.input = shape;
-    d.has_gamma = true;
-    d.fused_relu = true;
-    d.training = true;
-    d.activations = DType::bf16;
-    const ref::BatchNormResult fwd = ref::batch_norm_forward(d, x, beta, gamma, zeros, ones);
-    const Vec dy = random_vec(x.size(), 34);
-    const ref::BatchNormGrads grads = ref::batch_norm_backward(d, x, gamma, fwd, dy);
-    Bf16Run run(*backend, d);
-    auto r = run.run({x}, DType::bf16, {beta, gamma}, {zeros, ones}, {x.size()}, DType::bf16, {dy});
-    ASSERT_EQ(r.input_grads.size(), 1u) << shape.str();
-    ASSERT_EQ(r.param_grads.size(), 2u) << shape.str();
-    const std::string at = " at " + shape.str();
-    expect_within(r.outputs[0], fwd.y, 1e-5, kBf16Rounding, ("bn+relu y" + at).c_str());
-    expect_within(r.input_grads[0], grads.dx, 1e-4, 1e-3, ("bn+relu dx" + at).c_str());
-    expect_within(r.param_grads[0], grads.dbeta, 1e-4, 1e-4, ("dbeta" + at).c_str());
-    expect_within(r.param_grads[1], grads.dgamma, 1e-4, 1e-4, ("dgamma" + at).c_str());
-  }
+  for (const Shape& shape : shapes) train_bf16_batch_norm(*backend, shape, /*relu=*/true);
 }
 
 // Dropout: the same mask as in f32, on bf16 values forward and f32 gradients backward.
