@@ -53,6 +53,18 @@ Conv2dDesc inference_conv(const InferenceCase& c, bool relu, bool constant, bool
   return d;
 }
 
+// `layer` at `batch` images in `groups` groups, timed, asked to compute in bf16 on bf16
+// activations (what a bf16 inference graph compiles).
+Conv2dDesc timed_bf16_conv(const InferenceCase& layer, int64_t batch, int64_t groups) {
+  InferenceCase c = layer;
+  c.input[0] = batch;
+  Conv2dDesc d = inference_conv(c, true, true, /*timed=*/true);
+  d.groups = groups;
+  d.compute = DType::bf16;
+  d.activations = DType::bf16;
+  return d;
+}
+
 OpRun forward_run(const Conv2dDesc& d, uint32_t seed) {
   OpRun run;
   run.inputs = {random_vec(d.input.numel(), seed)};
@@ -206,12 +218,7 @@ TEST(CpuInferenceConv, TimedComputeTypeIsTheLayersAtEveryBatch) {
       if (groups > 1 && layer.filters != layer.input.c()) continue;
       std::string first;
       for (int64_t batch : {1, 2, 3, 4, 6, 8, 12, 16}) {
-        InferenceCase c = layer;
-        c.input[0] = batch;
-        Conv2dDesc d = inference_conv(c, true, true, true);
-        d.groups = groups;
-        d.compute = DType::bf16;
-        d.activations = DType::bf16;
+        const Conv2dDesc d = timed_bf16_conv(layer, batch, groups);
         SCOPED_TRACE(conv_name(d));
         auto kernel = backend->compile(d);
         ASSERT_TRUE(kernel.ok()) << kernel.status().message();
@@ -237,12 +244,7 @@ TEST(CpuInferenceConv, ComputeTypeIsTheLayersAndItsKernelsFollowIt) {
       if (groups > 1 && layer.filters != layer.input.c()) continue;
       DType first = DType::i32;
       for (int64_t batch : {1, 3, 2, 5}) {
-        InferenceCase c = layer;
-        c.input[0] = batch;
-        Conv2dDesc d = inference_conv(c, true, true, /*timed=*/true);
-        d.groups = groups;
-        d.compute = DType::bf16;
-        d.activations = DType::bf16;
+        Conv2dDesc d = timed_bf16_conv(layer, batch, groups);
         SCOPED_TRACE(conv_name(d));
         auto type = backend->conv_compute_type(d);
         ASSERT_TRUE(type.ok()) << type.status().message();
