@@ -53,6 +53,25 @@ struct Net {
   int side;
 };
 
+// A tiny net with random weights, and the source its inference graphs read them from (the
+// source points into this object, so it is neither copied nor moved).
+struct TinyNet {
+  TinyNet(const char* name, int side) : graph(build_model(tiny(name, side)).value()) {}
+  TinyNet(const TinyNet&) = delete;
+  TinyNet& operator=(const TinyNet&) = delete;
+  const Graph graph;
+  const ParamValues values = testing::random_param_values(graph, 5);
+  const ParamSource source = testing::source_of(graph, values);
+};
+
+// The options of a bf16 inference graph: bf16 convolutions on bf16 activations.
+InferenceGraphOptions bf16_graph_options() {
+  InferenceGraphOptions options;
+  options.compute = DType::bf16;
+  options.activations = DType::bf16;
+  return options;
+}
+
 class Bf16Activations : public ::testing::TestWithParam<Net> {};
 
 TEST_P(Bf16Activations, ValuesAreBf16AndLogitsFollowFloat32) {
@@ -61,16 +80,10 @@ TEST_P(Bf16Activations, ValuesAreBf16AndLogitsFollowFloat32) {
   ASSERT_NE(backend, nullptr);
   if (!backend->supports_bf16_activations())
     GTEST_SKIP() << "this CPU has no AVX-512: oneDNN builds no bf16 pooling or batch norm here";
-  const Graph graph = build_model(tiny(net.name, net.side)).value();
-  const ParamValues values = testing::random_param_values(graph, 5);
-  const ParamSource source = testing::source_of(graph, values);
-
-  InferenceGraphOptions f32_options;
-  InferenceGraphOptions bf16_options;
-  bf16_options.compute = DType::bf16;
-  bf16_options.activations = DType::bf16;
-  auto f32 = prepare_inference_graph(graph, source, f32_options);
-  auto bf16 = prepare_inference_graph(graph, source, bf16_options);
+  const TinyNet tiny_net(net.name, net.side);
+  const Graph& graph = tiny_net.graph;
+  auto f32 = prepare_inference_graph(graph, tiny_net.source, {});
+  auto bf16 = prepare_inference_graph(graph, tiny_net.source, bf16_graph_options());
   ASSERT_TRUE(f32.ok()) << f32.status().message();
   ASSERT_TRUE(bf16.ok()) << bf16.status().message();
 
@@ -147,27 +160,15 @@ DType written_type(const Graph& g, ValueId v) {
   return g.values[static_cast<size_t>(v)].dtype;
 }
 
-// Tiny Inception v3 with random weights, and the options of its bf16 inference graph.
-struct TinyBf16Case {
-  TinyBf16Case() {
-    options.compute = DType::bf16;
-    options.activations = DType::bf16;
-  }
-  const Graph graph = build_model(tiny("inception_v3", 75)).value();
-  const ParamValues values = testing::random_param_values(graph, 5);
-  const ParamSource source = testing::source_of(graph, values);
-  InferenceGraphOptions options;
-};
-
 // With a ConvComputeType (what the backend's timing says), the convolutions it calls float32
 // compute in float32 on float32 activations; the others stay bf16; every other op takes the
 // type of its largest input, and casts sit only where the two regions meet. Here the answer is
 // a fixed rule (every third convolution in bf16), so the test does not depend on timings.
 TEST(Bf16ActivationsPass, ConvolutionsTimedFasterInFloat32KeepFloat32Activations) {
-  TinyBf16Case tiny_case;
-  const Graph& graph = tiny_case.graph;
-  const ParamSource& source = tiny_case.source;
-  InferenceGraphOptions& options = tiny_case.options;
+  const TinyNet tiny_net("inception_v3", 75);
+  const Graph& graph = tiny_net.graph;
+  const ParamSource& source = tiny_net.source;
+  InferenceGraphOptions options = bf16_graph_options();
   int asked = 0;
   options.conv_compute_type = [&](const Conv2dDesc& d) -> Result<DType> {
     EXPECT_EQ(d.compute, DType::bf16);
@@ -214,8 +215,7 @@ TEST(Bf16ActivationsPass, ConvolutionsTimedFasterInFloat32KeepFloat32Activations
   auto backend = testing::test_cpu_backend();
   ASSERT_NE(backend, nullptr);
   if (!backend->supports_bf16_activations()) return;  // the graph above, not its numbers
-  InferenceGraphOptions f32_options;
-  auto f32 = prepare_inference_graph(graph, source, f32_options);
+  auto f32 = prepare_inference_graph(graph, source, {});
   ASSERT_TRUE(f32.ok()) << f32.status().message();
   const std::vector<float> images = testing::random_images(graph, 7);
   testing::expect_relative(logits_of(*backend, *mixed, images), logits_of(*backend, *f32, images),
@@ -225,10 +225,10 @@ TEST(Bf16ActivationsPass, ConvolutionsTimedFasterInFloat32KeepFloat32Activations
 // Every convolution faster in float32 (as on a CPU without AMX at small batches): the graph is
 // the float32 one, no value in bf16, no cast, the same logits bit for bit.
 TEST(Bf16ActivationsPass, AllConvolutionsInFloat32IsTheFloat32Graph) {
-  TinyBf16Case tiny_case;
-  const Graph& graph = tiny_case.graph;
-  const ParamSource& source = tiny_case.source;
-  InferenceGraphOptions& options = tiny_case.options;
+  const TinyNet tiny_net("inception_v3", 75);
+  const Graph& graph = tiny_net.graph;
+  const ParamSource& source = tiny_net.source;
+  InferenceGraphOptions options = bf16_graph_options();
   options.conv_compute_type = [](const Conv2dDesc&) -> Result<DType> { return DType::f32; };
   options.time_algorithms = false;  // the float32 graph's kernels, not timed ones
   auto all_f32 = prepare_inference_graph(graph, source, options);
