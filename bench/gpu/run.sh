@@ -9,7 +9,7 @@
 #   OUT=/tmp/out bench/gpu/run.sh            env: BUILD (build dir), PYTHON, STEPS, JOBS
 # On a GPU machine without our Debian libraries, run it inside the bundle (docs/gpu.md), which
 # sets IC_BIN: then nothing is built and the bundle's programs are timed:
-#   bash .gpu/device-bundle.sh run .gpu/ic-bundle.tgz -- bash bench/gpu/run.sh
+#   bash .gpu/device-bundle.sh run .gpu/ic-bundle.tar.xz -- bash bench/gpu/run.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/bench/gpu/out}

@@ -3,8 +3,10 @@
 # libraries (oneDNN, protobuf, libjpeg-turbo, libpng, Open MPI's libraries) but has CUDA,
 # cuDNN and cuBLAS (in its Python packages and/or its CUDA toolkit). Two verbs:
 #
-#   pack BUILD_DIR DEST_DIR      (build machine) writes DEST_DIR/ic-bundle.tgz: BUILD_DIR/bin/* and
-#                                every shared library they need except the C runtime and CUDA's own
+#   pack BUILD_DIR DEST_DIR [PROGRAM...]
+#                                (build machine) writes DEST_DIR/ic-bundle.tar.xz: the named programs of
+#                                BUILD_DIR/bin (all of them when none is named), stripped, and every
+#                                shared library they need except the C runtime and CUDA's own
 #                                libraries, plus this script as DEST_DIR/device-bundle.sh.
 #   run  BUNDLE -- COMMAND...    (GPU machine) unpacks BUNDLE to /tmp/ic-bundle (again whenever the
 #                                bundle changed), puts its lib/ and the machine's cuDNN / cuBLAS /
@@ -23,12 +25,22 @@ readonly CXX_RUNTIME='/(libstdc\+\+|libgcc_s)\.so'
 readonly CUDA_LIBS='/lib(cuda|cudart|cublas|cublasLt|cudnn[^/]*|nvjpeg|nccl|nvrtc|cufft|curand)\.so'
 
 pack() {
-  local build=$1 dest=$2 stage lib
+  local build=$1 dest=$2 stage lib program
+  shift 2
   [[ -d $build/bin ]] || { echo "device-bundle: $build/bin does not exist (build first)" >&2; exit 1; }
   stage=$(mktemp -d)
   trap 'rm -rf "$stage"' RETURN
   mkdir -p "$stage/bin" "$stage/lib/fallback" "$dest"
-  cp -a "$build"/bin/. "$stage/bin/"
+  if (($# == 0)); then
+    cp -a "$build"/bin/. "$stage/bin/"
+  else
+    for program in "$@"; do
+      [[ -x $build/bin/$program ]] || { echo "device-bundle: no program $build/bin/$program" >&2; exit 1; }
+      cp -a "$build/bin/$program" "$stage/bin/"
+    done
+  fi
+  # The device call carries at most 64 MiB: symbols are left behind.
+  strip --strip-unneeded "$stage"/bin/*
   find "$stage/bin" -type f -perm -u+x -exec ldd {} + 2>/dev/null |
     awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
     grep -vE "$C_RUNTIME" | grep -vE "$CUDA_LIBS" |
@@ -36,9 +48,10 @@ pack() {
       if [[ $lib =~ $CXX_RUNTIME ]]; then cp -L "$lib" "$stage/lib/fallback/"; else cp -L "$lib" "$stage/lib/"; fi
     done
   cp "$0" "$stage/device-bundle.sh"
-  tar -C "$stage" -czf "$dest/ic-bundle.tgz" .
+  # xz, not gzip: oneDNN alone is 40 MB, and the call that carries the bundle carries 64 MiB.
+  tar -C "$stage" -cf - . | xz -T0 -6 >"$dest/ic-bundle.tar.xz"
   cp "$0" "$dest/device-bundle.sh"
-  echo "packed $dest/ic-bundle.tgz ($(du -m "$dest/ic-bundle.tgz" | cut -f1) MiB):" \
+  echo "packed $dest/ic-bundle.tar.xz ($(du -m "$dest/ic-bundle.tar.xz" | cut -f1) MiB):" \
     "$(find "$stage/bin" -type f | wc -l) programs, $(find "$stage/lib" -type f | wc -l) libraries"
 }
 
@@ -81,7 +94,10 @@ run() {
   local root=/tmp/ic-bundle stamp
   stamp=$(cksum <"$bundle")
   if [[ ! -f $root/.stamp || $(cat "$root/.stamp") != "$stamp" ]]; then
-    rm -rf "$root" && mkdir -p "$root" && tar -C "$root" -xzf "$bundle"
+    rm -rf "$root" && mkdir -p "$root"
+    # GNU tar finds xz itself; Python's tarfile does where the xz program is missing.
+    tar -C "$root" -xf "$bundle" 2>/dev/null ||
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$bundle" "$root"
     echo "$stamp" >"$root/.stamp"
   fi
   local cuda

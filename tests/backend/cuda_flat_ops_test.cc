@@ -3,6 +3,7 @@
 // ("skipped: no GPU") where there is no GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -43,8 +44,10 @@ class Arrays {
 void expect_close(const std::vector<float>& gpu, const std::vector<float>& cpu, float tol,
                   const char* what) {
   ASSERT_EQ(gpu.size(), cpu.size());
-  for (size_t i = 0; i < gpu.size(); ++i)
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(cpu[i])) << what << "[" << i << "] is " << cpu[i] << " on the CPU";
     ASSERT_NEAR(gpu[i], cpu[i], tol * (1.f + std::abs(cpu[i]))) << what << "[" << i << "]";
+  }
 }
 
 class CudaFlat : public ::testing::Test {
@@ -99,7 +102,7 @@ TEST_F(CudaFlat, CopyFillAddAxpySumSquares) {
 TEST_F(CudaFlat, OptimizersAndEmaFollowTheCpu) {
   const size_t n = 5000;
   const auto p = floats(n, 10), g = floats(n, 11), s1 = floats(n, 12, 0.0, 1.0), s2 = floats(n, 13);
-  std::vector<float> out[2][5];
+  std::vector<float> out[2][6];
   Backend* backends[2] = {cpu_.get(), gpu_.get()};
   for (int b = 0; b < 2; ++b) {
     Arrays a(*backends[b]);
@@ -109,6 +112,7 @@ TEST_F(CudaFlat, OptimizersAndEmaFollowTheCpu) {
     float* d2 = a.add(s2);
     float* shadow = a.add(s2);
     float* dv = a.add(s1);
+    float* dm = a.add(s2);  // momentum's accumulator: d1 stays RMSProp's mean square (>= 0)
     Backend& be = *backends[b];
     const float lr = 0.045f;
     for (int step = 0; step < 3; ++step) {
@@ -116,12 +120,12 @@ TEST_F(CudaFlat, OptimizersAndEmaFollowTheCpu) {
       be.scale_add_square(d1, 0.9f, 1.f - 0.9f, dg, n);
       be.scale_add_over_root(d2, 0.9f, lr, dg, d1, {1.f, 1.f, 0.f}, n);
       be.scale_add(dp, 1.f, -1.f, d2, n);
-      be.scale_add(d1, 0.9f, 1.f, dg, n);
-      be.scale_add(dp, 1.f, -lr, d1, n);
+      be.scale_add(dm, 0.9f, 1.f, dg, n);
+      be.scale_add(dp, 1.f, -lr, dm, n);
       be.scale_add(dp, 1.f, -lr, dg, n);
       // Adam's: the second moment, and the step with the epsilon outside the root.
       be.scale_add_square(dv, 0.999f, 1.f - 0.999f, dg, n);
-      be.scale_add_over_root(dp, 0.99f, -lr, d1, dv, {0.f, 0.3f, 1e-8f}, n);
+      be.scale_add_over_root(dp, 0.99f, -lr, dm, dv, {0.f, 0.3f, 1e-8f}, n);
       be.ema_update(shadow, dp, n, 0.995f);
     }
     out[b][0] = a.get(dp, n);
@@ -129,9 +133,11 @@ TEST_F(CudaFlat, OptimizersAndEmaFollowTheCpu) {
     out[b][2] = a.get(d2, n);
     out[b][3] = a.get(shadow, n);
     out[b][4] = a.get(dv, n);
+    out[b][5] = a.get(dm, n);
   }
-  const char* names[5] = {"params", "slot1", "slot2", "ema", "second moment"};
-  for (int k = 0; k < 5; ++k) expect_close(out[1][k], out[0][k], 1e-6f, names[k]);
+  const char* names[6] = {"params", "mean square",   "RMSProp momentum",
+                          "ema",    "second moment", "momentum"};
+  for (int k = 0; k < 6; ++k) expect_close(out[1][k], out[0][k], 1e-6f, names[k]);
 }
 
 TEST_F(CudaFlat, SumSquaresPerRangeFollowsTheCpu) {
