@@ -16,6 +16,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,7 +81,12 @@ class RunningServer {
     server_.reset();
   }
   int port() const { return server_ ? server_->port() : 0; }
-  Server& server() { return *server_; }
+  // Throws where the server did not start (GoogleTest reports the exception as this test's
+  // failure, beside the reason ADD_FAILURE gave above), rather than handing out a null server.
+  Server& server() {
+    if (!server_) throw std::runtime_error("the server did not start: see the failure above");
+    return *server_;
+  }
 
  private:
   std::unique_ptr<Server> server_;
