@@ -139,14 +139,24 @@ std::vector<float> first_gradients(Backend& backend, const Graph& graph) {
   return grads;
 }
 
-TEST(CudaTraining, TinyInceptionFirstGradientsFollowTheCpu) {
-  std::unique_ptr<Backend> gpu;
-  IC_CUDA_BACKEND_OR_SKIP(gpu);
-  auto cpu = make_cpu_backend(BackendOptions{});
-  ASSERT_TRUE(cpu.ok());
-  auto graph = build_model(tiny_inception());
-  ASSERT_TRUE(graph.ok()) << graph.status().message();
-  expect_close(*graph, true, first_gradients(*gpu, *graph), first_gradients(**cpu, *graph), 0.05,
+// The GPU (skipped where there is none), the CPU, and the tiny Inception's training graph.
+class CudaTraining : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    IC_CUDA_BACKEND_OR_SKIP(gpu_);
+    auto cpu = make_cpu_backend(BackendOptions{});
+    ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+    cpu_ = std::move(cpu).value();
+    auto graph = build_model(tiny_inception());
+    ASSERT_TRUE(graph.ok()) << graph.status().message();
+    graph_ = std::move(graph).value();
+  }
+  std::unique_ptr<Backend> gpu_, cpu_;
+  Graph graph_;
+};
+
+TEST_F(CudaTraining, TinyInceptionFirstGradientsFollowTheCpu) {
+  expect_close(graph_, true, first_gradients(*gpu_, graph_), first_gradients(*cpu_, graph_), 0.05,
                0.3, "gradients");
 }
 
@@ -188,47 +198,33 @@ TwoSteps two_steps(Backend& backend, const Graph& graph) {
   return out;
 }
 
-TEST(CudaTraining, TinyInceptionTwoStepsFollowTheCpu) {
-  std::unique_ptr<Backend> gpu;
-  IC_CUDA_BACKEND_OR_SKIP(gpu);
-  auto cpu = make_cpu_backend(BackendOptions{});
-  ASSERT_TRUE(cpu.ok());
-  auto graph = build_model(tiny_inception());
-  ASSERT_TRUE(graph.ok()) << graph.status().message();
-  const TwoSteps on_cpu = two_steps(**cpu, *graph), on_gpu = two_steps(*gpu, *graph);
+TEST_F(CudaTraining, TinyInceptionTwoStepsFollowTheCpu) {
+  const TwoSteps on_cpu = two_steps(*cpu_, graph_), on_gpu = two_steps(*gpu_, graph_);
   ASSERT_EQ(on_gpu.losses.size(), 2u);
   ASSERT_EQ(on_cpu.losses.size(), 2u);
   // The first loss is the forward pass alone: that 1e-6 change moves it by 7e-6.
   EXPECT_NEAR(on_gpu.losses[0], on_cpu.losses[0], 1e-3 * std::abs(on_cpu.losses[0]));
   EXPECT_NEAR(on_gpu.losses[1], on_cpu.losses[1], 0.05 * std::abs(on_cpu.losses[1]));
-  expect_close(*graph, true, on_gpu.weight_change, on_cpu.weight_change, 0.06, 0.4,
+  expect_close(graph_, true, on_gpu.weight_change, on_cpu.weight_change, 0.06, 0.4,
                "the first step's weight changes");
-  expect_close(*graph, false, on_gpu.statistics_change, on_cpu.statistics_change, 0.05, 0.4,
+  expect_close(graph_, false, on_gpu.statistics_change, on_cpu.statistics_change, 0.05, 0.4,
                "the moving statistics' changes");
 }
 
-TEST(CudaTraining, CapturedForwardBackwardMatchesPlainLaunches) {
-  std::unique_ptr<Backend> gpu;
-  IC_CUDA_BACKEND_OR_SKIP(gpu);
+TEST_F(CudaTraining, CapturedForwardBackwardMatchesPlainLaunches) {
+  Backend* gpu = gpu_.get();
   if (!gpu->supports_capture()) GTEST_SKIP() << "this backend cannot capture steps";
-  ModelOptions o = tiny_inception();
-  auto graph = build_model(o);
-  ASSERT_TRUE(graph.ok()) << graph.status().message();
-  auto state = ModelState::create(*gpu, *graph, find_optimizer("RMS"), true, false);
+  auto state = ModelState::create(*gpu, graph_, find_optimizer("RMS"), true, false);
   ASSERT_TRUE(state.ok()) << state.status().message();
   ASSERT_TRUE((*state)->initialize(1).ok());
   auto compiled =
-      CompiledGraph::compile(*graph, *gpu, (*state)->layout(), (*state)->train_binding());
+      CompiledGraph::compile(graph_, *gpu, (*state)->layout(), (*state)->train_binding());
   ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  const Batch batch = fixed_batch(o);
+  const Batch batch = fixed_batch(tiny_inception());
   gpu->upload((*compiled)->images(), batch.images.data(), batch.images.size() * sizeof(float));
   gpu->upload((*compiled)->labels(), batch.labels.data(), batch.labels.size() * sizeof(int32_t));
   const size_t count = (*state)->layout().trainable_count;
-  auto grads = [&] {
-    std::vector<float> host(count);
-    gpu->download(host.data(), (*state)->grads(), count * sizeof(float));
-    return host;
-  };
+  auto grads = [&] { return download(*gpu, (*state)->grads(), count); };
 
   const StepContext ctx{11, 1};
   (*compiled)->forward(ctx);
