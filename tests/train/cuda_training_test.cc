@@ -117,24 +117,40 @@ void expect_close(const Graph& graph, bool trainable, const std::vector<float>& 
               m.worst_name.c_str());
 }
 
-// One forward and backward pass: the gradient arena.
-std::vector<float> first_gradients(Backend& backend, const Graph& graph) {
+// The tiny Inception's variables on `backend` (initialised with seed 1) and its training graph
+// compiled over them, with the fixed batch uploaded.
+struct CompiledTiny {
+  std::unique_ptr<ModelState> state;
+  std::unique_ptr<CompiledGraph> compiled;
+};
+
+CompiledTiny compile_tiny(Backend& backend, const Graph& graph) {
+  CompiledTiny out;
   auto state = ModelState::create(backend, graph, find_optimizer("RMS"), true, false);
   EXPECT_TRUE(state.ok()) << state.status().message();
-  if (!state.ok()) return {};
+  if (!state.ok()) return out;
   EXPECT_TRUE((*state)->initialize(1).ok());
   auto compiled =
       CompiledGraph::compile(graph, backend, (*state)->layout(), (*state)->train_binding());
   EXPECT_TRUE(compiled.ok()) << compiled.status().message();
-  if (!compiled.ok()) return {};
+  if (!compiled.ok()) return out;
   const Batch batch = fixed_batch(tiny_inception());
   backend.upload((*compiled)->images(), batch.images.data(), batch.images.size() * sizeof(float));
   backend.upload((*compiled)->labels(), batch.labels.data(), batch.labels.size() * sizeof(int32_t));
+  out.state = std::move(state).value();
+  out.compiled = std::move(compiled).value();
+  return out;
+}
+
+// One forward and backward pass: the gradient arena.
+std::vector<float> first_gradients(Backend& backend, const Graph& graph) {
+  const CompiledTiny tiny = compile_tiny(backend, graph);
+  if (!tiny.compiled) return {};
   const StepContext ctx{kDropoutSeed, 0};
-  (*compiled)->forward(ctx);
-  (*compiled)->backward(ctx);
+  tiny.compiled->forward(ctx);
+  tiny.compiled->backward(ctx);
   std::vector<float> grads =
-      download(backend, (*state)->grads(), (*state)->layout().trainable_count);
+      download(backend, tiny.state->grads(), tiny.state->layout().trainable_count);
   EXPECT_TRUE(backend.status().ok()) << backend.status().message();
   return grads;
 }
@@ -214,29 +230,22 @@ TEST_F(CudaTraining, TinyInceptionTwoStepsFollowTheCpu) {
 TEST_F(CudaTraining, CapturedForwardBackwardMatchesPlainLaunches) {
   Backend* gpu = gpu_.get();
   if (!gpu->supports_capture()) GTEST_SKIP() << "this backend cannot capture steps";
-  auto state = ModelState::create(*gpu, graph_, find_optimizer("RMS"), true, false);
-  ASSERT_TRUE(state.ok()) << state.status().message();
-  ASSERT_TRUE((*state)->initialize(1).ok());
-  auto compiled =
-      CompiledGraph::compile(graph_, *gpu, (*state)->layout(), (*state)->train_binding());
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  const Batch batch = fixed_batch(tiny_inception());
-  gpu->upload((*compiled)->images(), batch.images.data(), batch.images.size() * sizeof(float));
-  gpu->upload((*compiled)->labels(), batch.labels.data(), batch.labels.size() * sizeof(int32_t));
-  const size_t count = (*state)->layout().trainable_count;
-  auto grads = [&] { return download(*gpu, (*state)->grads(), count); };
+  const CompiledTiny tiny = compile_tiny(*gpu, graph_);
+  ASSERT_NE(tiny.compiled, nullptr);
+  const size_t count = tiny.state->layout().trainable_count;
+  auto grads = [&] { return download(*gpu, tiny.state->grads(), count); };
 
-  const StepContext ctx{11, 1};
-  (*compiled)->forward(ctx);
-  (*compiled)->backward(ctx);
+  const StepContext ctx{kDropoutSeed, 1};
+  tiny.compiled->forward(ctx);
+  tiny.compiled->backward(ctx);
   const std::vector<float> plain = grads();
 
   ASSERT_TRUE(gpu->begin_capture().ok());
-  (*compiled)->forward(StepContext{0, 0});
-  (*compiled)->backward(StepContext{0, 0});
+  tiny.compiled->forward(StepContext{0, 0});
+  tiny.compiled->backward(StepContext{0, 0});
   const Status captured = gpu->end_capture();
   ASSERT_TRUE(captured.ok()) << captured.message();
-  gpu->fill((*state)->grads(), 0.f, count);
+  gpu->fill(tiny.state->grads(), 0.f, count);
   ASSERT_TRUE(gpu->replay(ctx).ok());
   const std::vector<float> replayed = grads();
   ASSERT_TRUE(gpu->status().ok()) << gpu->status().message();
