@@ -7,8 +7,8 @@
 //   - convolution: bf16 weights too (rounded once from f32), sums in f32, one rounding of y:
 //     |error| <= 2^-8 |y| + 2^-8 * sum |w||x| (we bound the sum by K, the inputs being in [-1, 1]).
 // Where the CPU has no bf16 convolutions, the convolution computes in f32 on the converted
-// values, within the same bounds; pooling and batch norm have no bf16 kernels there (no AVX-512),
-// and their tests skip, saying so.
+// values, within the same bounds; pooling, batch norm and ReLU6 have no bf16 kernels there (no
+// AVX-512), and their tests skip, saying so.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -28,10 +28,10 @@ using testing::random_vec;
 using testing::rounded_to_bf16;
 using testing::Vec;
 
-// Why the pooling and batch-norm tests skip on a CPU without AVX-512.
+// Why the pooling, batch-norm and ReLU6 tests skip on a CPU without AVX-512.
 constexpr const char* kNoBf16Kernels =
-    "this CPU has no AVX-512: oneDNN builds no bf16 pooling or batch norm here (the programs keep "
-    "float32 activations on it)";
+    "this CPU has no AVX-512: oneDNN builds no bf16 pooling, batch norm or eltwise (ReLU6, "
+    "sigmoid, swish) here (the programs keep float32 activations on it)";
 
 constexpr double kBf16Rounding = 1.0 / 256;  // 2^-8: half an ulp of bf16 relative to 1 is 2^-9
 
@@ -148,7 +148,8 @@ TEST(CpuBf16Activations, ReluIsExact) {
 
 // The gradients of ReLU and ReLU6 pass dy exactly where TensorFlow's ReluGrad (y > 0) and
 // Relu6Grad (0 < x < 6) do, at the edges too, for f32 and bf16 activations. 5.96875 is the
-// largest bf16 below 6. 83 elements: the vectorized loop and its tail both run.
+// largest bf16 below 6. 83 elements: the vectorized loop and its tail both run. ReLU6 in bf16
+// runs last: without AVX-512, oneDNN has no bf16 eltwise for its forward, and that case skips.
 TEST(CpuBf16Activations, ReluAndRelu6GradientsPassExactlyWhereTensorFlowsDo) {
   auto backend = cpu_backend();
   const double inf = std::numeric_limits<double>::infinity();
@@ -162,6 +163,8 @@ TEST(CpuBf16Activations, ReluAndRelu6GradientsPassExactlyWhereTensorFlowsDo) {
   }
   for (DType type : {DType::f32, DType::bf16}) {
     for (bool six : {false, true}) {
+      if (six && type == DType::bf16 && !backend->supports_bf16_activations())
+        GTEST_SKIP() << "relu6 in bf16: " << kNoBf16Kernels;
       const OpDesc desc = six ? OpDesc(ActivationDesc{shape, Activation::relu6, type})
                               : OpDesc(ReluDesc{shape, type});
       Bf16Run run(*backend, desc);
