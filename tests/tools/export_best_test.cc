@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::bin_path;
-using testing::latest_step;
+using testing::resume_step;
 using testing::run_bounded;
 using testing::TempDir;
 using testing::ToolOutput;
@@ -129,7 +129,9 @@ TEST(ExportBest, KeepsTheBestAcrossAKillAndRestart) {
   rigged.value = 0;
   std::ofstream(export_dir + "/" + std::to_string(exports.back().first) + "/" + kBestExportRecord)
       << best_export_record_json(rigged);
-  const int64_t resumed_at = latest_step(model_dir);
+  // The kill may land between a save and the index's update: the restart resumes from that
+  // newer save, and its two evaluations are counted from there.
+  const int64_t resumed_at = resume_step(model_dir);
   ASSERT_GE(resumed_at, 2);
   const ToolOutput again =
       run_bounded("inception_v3", "--train_steps=" + std::to_string(resumed_at + 4) + " " +

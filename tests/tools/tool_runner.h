@@ -12,6 +12,7 @@
 #include <string>
 
 #include "io/checkpoint_dir.h"
+#include "io/checkpoint_recovery.h"
 
 namespace ic::testing {
 
@@ -59,6 +60,15 @@ inline int64_t latest_step(const std::string& model_dir) {
   auto latest = latest_checkpoint(model_dir);
   if (!latest.ok() || !latest->has_value()) return -1;
   return checkpoint_step(**latest).value_or(-1);
+}
+
+// The global step a restarted trainer resumes from: find_resume_point's choice, which after a
+// kill may be a complete save newer than the one the index names; -1 when there is none.
+inline int64_t resume_step(const std::string& model_dir) {
+  auto point = find_resume_point(
+      model_dir, [](const CheckpointContents&, const std::string&) { return Status(); });
+  if (!point.ok() || !point->has_value()) return -1;
+  return checkpoint_step((*point)->path).value_or(-1);
 }
 
 // Trains a tiny Inception v3 on fake data to `steps` (absolute) in model_dir, one thread, one
