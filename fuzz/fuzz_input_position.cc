@@ -2,6 +2,7 @@
 // input is the text. A position that parses must format back to text that parses the same, and
 // a record stream over two small TFRecord files must either refuse it (an error naming the file)
 // or go on from it and give records.
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -13,6 +14,7 @@
 namespace {
 
 // Two files of three records each, written once.
+constexpr int kRecordsInFiles = 6;
 const std::vector<std::string>& stream_files() {
   static const std::vector<std::string> files = [] {
     std::vector<std::string> paths;
@@ -45,7 +47,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ic::RecordStreamOptions options;
   options.repeat_and_shuffle_files = true;
   options.cycle_length = position->cycle_length;
-  options.shuffle_buffer = position->shuffle_buffer;
+  // The input pipeline bounds the stream's buffer by the records the files hold (a larger one
+  // would fill with the next epochs' copies, without end for a count like 10^9), and a position
+  // claims only the flag's size: so the stream is given the pipeline's bound, not the claim.
+  options.shuffle_buffer = std::min(position->shuffle_buffer, kRecordsInFiles);
   ic::RecordStream stream(stream_files(), options);
   if (!stream.restore(position->stream).ok()) return 0;
   std::string record, source;
