@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/cpu/bf16_choice.h"
 #include "backend/cpu/cpu_common.h"
 
 namespace ic::cpu {
@@ -367,6 +368,26 @@ std::string layer_key(Conv2dDesc d) {
   return plan_key(d);
 }
 
+// Seconds of one forward of the bound `kernel`: the fastest of two runs or more. The first run
+// pays for the weights' conversion and first touches; later ones are clean. Small kernels (a
+// few hundred microseconds at batch 1) run more often, up to 8 times in a few milliseconds: on
+// a shared machine one or two runs of them picked by chance between plans within 10% of each
+// other.
+double fastest_forward_seconds(OpKernel& kernel, DnnlContext& ctx) {
+  const StepContext step;
+  double best = std::numeric_limits<double>::infinity(), total = 0;
+  for (int run = 0; run < 2 || (run < 8 && total < 4e-3); ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    kernel.forward(step);
+    ctx.stream.wait();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::min(best, seconds);
+    if (run > 0) total += seconds;
+  }
+  return best;
+}
+
 // Seconds of one forward: the faster of two runs, on scratch buffers.
 double time_forward(ConvKernel& kernel, const Conv2dDesc& d, DnnlContext& ctx) {
   auto filled = [](size_t count, float value) {
@@ -387,22 +408,22 @@ double time_forward(ConvKernel& kernel, const Conv2dDesc& d, DnnlContext& ctx) {
   if (d.has_bias) b.params.push_back(bias.get());
   b.workspace = workspace.get();
   if (!kernel.bind(b).ok()) return std::numeric_limits<double>::infinity();
-  const StepContext step;
-  // The first run pays for the weights' conversion and first touches; later ones are clean.
-  // Small convolutions (a few hundred microseconds at batch 1) run more often, up to 8 times in
-  // a few milliseconds: on a shared machine one or two runs of them picked by chance between
-  // plans within 10% of each other.
-  double best = std::numeric_limits<double>::infinity(), total = 0;
-  for (int run = 0; run < 2 || (run < 8 && total < 4e-3); ++run) {
-    const auto start = std::chrono::steady_clock::now();
-    kernel.forward(step);
-    ctx.stream.wait();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::min(best, seconds);
-    if (run > 0) total += seconds;
-  }
-  return best;
+  return fastest_forward_seconds(kernel, ctx);
+}
+
+// Seconds of the Cast op that converts `shape`'s values from `from` to `to` (f32 <-> bf16), on
+// scratch buffers: what the precision pass adds at each edge of a float32 region.
+double time_cast(const Shape& shape, DType from, DType to, DnnlContext& ctx) {
+  Result<std::unique_ptr<OpKernel>> cast = make_cast(CastDesc{shape, from, to}, ctx);
+  if (!cast.ok()) return 0;
+  const size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
+  AlignedBuffer x = aligned_buffer(bytes), y = aligned_buffer(bytes);
+  std::memset(x.get(), 0, bytes);
+  OpBindings b;
+  b.inputs = {x.get()};
+  b.outputs = {y.get()};
+  if (!(*cast)->bind(b).ok()) return 0;
+  return fastest_forward_seconds(**cast, ctx);
 }
 
 // Every plan worth trying for `d` in the compute types `types`; oneDNN refuses those it has no
@@ -514,11 +535,15 @@ Result<DType> timed_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {
   IC_ASSIGN_OR_RETURN(const TimedPlan in_f32, fastest_plan(wide, ctx, {dt::f32}));
   cache.plans.emplace(plan_key(wide), in_f32.plan);
   cache.compute.emplace(layer_key(wide), dt::f32);
-  // bf16 must win clearly: float32 is the more accurate, and a layer that leaves the float32
-  // region costs casts on either side (a kernel call each, some microseconds however small the
-  // tensor). Ties (the squeeze-and-excitation convolutions' few microseconds) stay float32.
-  const bool bf16 =
-      in_bf16.seconds < 0.9 * in_f32.seconds && in_f32.seconds - in_bf16.seconds > 10e-6;
+  // Where bf16 multiply-adds outpace float32's (AMX), most layers stay bf16, so a layer kept
+  // in float32 is most likely an island: the Casts of its input and its output are part of its
+  // cost. They are timed, not assumed: on a 2-core AMX Xeon MobileNet v2's depthwise layers
+  // timed faster in float32 alone, and their 32 Casts then took 35% of its bf16 inference.
+  // Without AMX most layers are float32, and the 10% margin stands for a bf16 island's casts.
+  const double casts = bf16_outpaces_f32() ? time_cast(d.input, DType::bf16, DType::f32, ctx) +
+                                                 time_cast(d.output(), DType::f32, DType::bf16, ctx)
+                                           : 0;
+  const bool bf16 = keeps_bf16(in_bf16.seconds, in_f32.seconds, casts);
   if (bf16) cache.plans.emplace(plan_key(d), in_bf16.plan);
   cache.compute.emplace(layer, bf16 ? dt::bf16 : dt::f32);
   return bf16 ? DType::bf16 : DType::f32;
