@@ -8,8 +8,8 @@
 // forward reads and writes bf16 (half the bytes of this memory-bound op; the statistics are
 // f32); backward, whose gradients are f32, widens x into its workspace and runs the f32
 // primitive, which reads the ReLU mask the bf16 forward wrote (the same workspace format, checked
-// when the kernel is made; where oneDNN's bf16 and f32 kernels differ there, forward runs in f32
-// on x widened, y rounded after).
+// when the kernel is made; where oneDNN's bf16 and f32 kernels differ there, or where its bf16
+// kernel for the shape is a generic loop, forward runs in f32 on x widened, y rounded after).
 //
 // The primitives run on all OpenMP threads. (They once ran on one: oneDNN 2.6's threaded
 // batch norm synchronises with barriers, which under libgomp's default long spin were 2-10x
@@ -17,6 +17,8 @@
 // threads are 25% faster per training step for Inception v3 at 75x75 and depth multiplier
 // 0.25, and equal at 299x299.)
 #include <algorithm>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "backend/cpu/cpu_common.h"
@@ -29,6 +31,12 @@ using dnnl::batch_normalization_forward;
 using dnnl::memory;
 using dnnl::normalization_flags;
 using dnnl::prop_kind;
+
+// Whether oneDNN runs `pd` with generated code (its implementation names say "jit") rather than
+// a generic C++ loop.
+bool is_jit(const batch_normalization_forward::primitive_desc& pd) {
+  return std::string_view(pd.impl_info_str()).find("jit") != std::string_view::npos;
+}
 
 class BatchNormKernel final : public OpKernel {
  public:
@@ -56,8 +64,12 @@ class BatchNormKernel final : public OpKernel {
                          attr, ctx.engine)
                    : fwd_pd_;
       // Where they differ (shapes oneDNN's bf16 kernel does not take), forward runs the f32
-      // primitive too, on x widened and with y rounded after: slower, and the same answers.
-      if (d.fused_relu && hint.workspace_desc() != fwd_pd_.workspace_desc()) {
+      // primitive too, on x widened and with y rounded after: the same answers. So it does
+      // where oneDNN has a JIT kernel for the shape in f32 only: its bf16 fallback is a generic
+      // loop (`nspc_bnorm:any`; MobileNet v2's 24 channels at 56x56, batch 32, on an AMX Xeon:
+      // 51-65 ms a call, against 4-6 ms for the f32 kernel and two conversions of about 1 ms).
+      const bool mask_differs = d.fused_relu && hint.workspace_desc() != fwd_pd_.workspace_desc();
+      if (mask_differs || (widen_x_ && is_jit(hint) && !is_jit(fwd_pd_))) {
         fwd_pd_ = hint;
         forward_in_f32_ = true;
       }
@@ -102,6 +114,11 @@ class BatchNormKernel final : public OpKernel {
     }
     build_args();
     return Status();
+  }
+
+  // oneDNN's forward implementation, and where it runs in f32 on bf16 activations.
+  std::string implementation() const override {
+    return std::string(fwd_pd_.impl_info_str()) + (forward_in_f32_ ? " in f32" : "");
   }
 
   void forward(const StepContext&) override {
