@@ -349,18 +349,37 @@ TEST(CpuBf16Activations, BatchNormTrainsWithFloat32Gradients) {
 TEST(CpuBf16Activations, BatchNormForwardRunsNoGenericLoop) {
   auto backend = cpu_backend();
   if (!backend->supports_bf16_activations()) GTEST_SKIP() << kNoBf16Kernels;
-  for (int64_t channels : {24, 40, 32, 144}) {
-    BatchNormDesc d;
-    d.input = Shape{8, 14, 14, channels};
-    d.has_gamma = true;
-    d.training = true;
-    d.activations = DType::bf16;
-    auto kernel = backend->compile(d);
-    ASSERT_TRUE(kernel.ok()) << kernel.status().message();
-    EXPECT_NE((*kernel)->implementation().find("jit"), std::string::npos)
-        << channels << " channels: " << (*kernel)->implementation();
-  }
+  for (bool training : {true, false})
+    for (int64_t channels : {24, 40, 32, 144}) {
+      BatchNormDesc d;
+      d.input = Shape{8, 14, 14, channels};
+      d.has_gamma = true;
+      d.training = training;
+      d.activations = DType::bf16;
+      auto kernel = backend->compile(d);
+      ASSERT_TRUE(kernel.ok()) << kernel.status().message();
+      EXPECT_NE((*kernel)->implementation().find("jit"), std::string::npos)
+          << (training ? "training, " : "evaluation, ") << channels
+          << " channels: " << (*kernel)->implementation();
+    }
   train_bf16_batch_norm(*backend, Shape{8, 7, 7, 40}, /*relu=*/false);
+  // Evaluation on the moving statistics, through the float32 escape, with and without ReLU.
+  for (bool relu : {false, true}) {
+    BatchNormDesc d;
+    d.input = Shape{4, 7, 7, 24};
+    d.has_gamma = true;
+    d.fused_relu = relu;
+    d.training = false;
+    d.activations = DType::bf16;
+    const Vec x = rounded_to_bf16(random_vec(d.input.numel(), 31));
+    const Vec beta = random_vec(24, 32), gamma = random_vec(24, 33, 0.5, 1.5);
+    const Vec mean = random_vec(24, 34), var = random_vec(24, 35, 0.5, 2.0);
+    const Vec expected = ref::batch_norm_forward(d, x, beta, gamma, mean, var).y;
+    Bf16Run run(*backend, d);
+    auto r = run.run({x}, DType::bf16, {beta, gamma}, {mean, var}, {x.size()}, DType::bf16, {});
+    ASSERT_EQ(r.outputs.size(), 1u);
+    expect_within(r.outputs[0], expected, 1e-5, kBf16Rounding, relu ? "eval bn+relu" : "eval bn");
+  }
 }
 
 // The same with ReLU fused at every shape of the Fashion-MNIST Inception v3's batch norms (75x75

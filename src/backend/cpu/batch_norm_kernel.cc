@@ -84,10 +84,22 @@ class BatchNormKernel final : public OpKernel {
       if (widen_x_) wide_x_bytes_ = align64(md_.get_size());
       if (forward_in_f32_) wide_y_bytes_ = align64(md_.get_size());
     } else {
-      fwd_pd_ = batch_normalization_forward::primitive_desc(
-          batch_normalization_forward::desc(prop_kind::forward_inference, x_md_, d.epsilon,
-                                            flags | normalization_flags::use_global_stats),
-          attr, ctx.engine);
+      auto inference_pd = [&](const memory::desc& md) {
+        return batch_normalization_forward::primitive_desc(
+            batch_normalization_forward::desc(prop_kind::forward_inference, md, d.epsilon,
+                                              flags | normalization_flags::use_global_stats),
+            attr, ctx.engine);
+      };
+      fwd_pd_ = inference_pd(x_md_);
+      // The evaluation graph's unfolded batch norms: the same escape from the generic loop.
+      if (widen_x_) {
+        const batch_normalization_forward::primitive_desc wide = inference_pd(md_);
+        if (is_jit(wide) && !is_jit(fwd_pd_)) {
+          fwd_pd_ = wide;
+          forward_in_f32_ = true;
+          wide_x_bytes_ = wide_y_bytes_ = align64(md_.get_size());
+        }
+      }
       scratch_bytes_ = align64(fwd_pd_.scratchpad_desc().get_size());
     }
     fwd_ = batch_normalization_forward(fwd_pd_);
@@ -145,7 +157,7 @@ class BatchNormKernel final : public OpKernel {
     narrow_steps_.clear();
     bwd_x_ = fwd_x_ = x_;
     fwd_y_ = y_;
-    if (widen_x_ && d_.training) {
+    if (widen_x_ && (d_.training || forward_in_f32_)) {
       bwd_x_ = memory(md_, eng, static_cast<char*>(b.workspace) + scratch_bytes_);
       widen_steps_.push_back(reorder_step(x_, bwd_x_));
     }
