@@ -305,6 +305,17 @@ TEST(CpuBf16Activations, PoolsTrainWithFloat32Gradients) {
   }
 }
 
+// A batch norm with gamma on bf16 activations.
+BatchNormDesc bf16_batch_norm(const Shape& shape, bool training, bool relu) {
+  BatchNormDesc d;
+  d.input = shape;
+  d.has_gamma = true;
+  d.fused_relu = relu;
+  d.training = training;
+  d.activations = DType::bf16;
+  return d;
+}
+
 // Training batch norm: bf16 x and y, f32 statistics and gradients (backward widens x). The
 // statistics and the gradients are those of the bf16-rounded x to f32 precision; y is rounded
 // once.
@@ -313,12 +324,7 @@ void train_bf16_batch_norm(Backend& backend, const Shape& shape, bool relu) {
   const Vec beta = random_vec(size_t(shape.c()), 18);
   const Vec gamma = random_vec(size_t(shape.c()), 19, 0.5, 1.5);
   const Vec zeros(size_t(shape.c()), 0.0), ones(size_t(shape.c()), 1.0);
-  BatchNormDesc d;
-  d.input = shape;
-  d.has_gamma = true;
-  d.fused_relu = relu;
-  d.training = true;
-  d.activations = DType::bf16;
+  const BatchNormDesc d = bf16_batch_norm(shape, /*training=*/true, relu);
   const ref::BatchNormResult fwd = ref::batch_norm_forward(d, x, beta, gamma, zeros, ones);
   const Vec dy = random_vec(x.size(), 20);
   const ref::BatchNormGrads grads = ref::batch_norm_backward(d, x, gamma, fwd, dy);
@@ -351,12 +357,8 @@ TEST(CpuBf16Activations, BatchNormForwardRunsNoGenericLoop) {
   if (!backend->supports_bf16_activations()) GTEST_SKIP() << kNoBf16Kernels;
   for (bool training : {true, false})
     for (int64_t channels : {24, 40, 32, 144}) {
-      BatchNormDesc d;
-      d.input = Shape{8, 14, 14, channels};
-      d.has_gamma = true;
-      d.training = training;
-      d.activations = DType::bf16;
-      auto kernel = backend->compile(d);
+      auto kernel =
+          backend->compile(bf16_batch_norm(Shape{8, 14, 14, channels}, training, /*relu=*/false));
       ASSERT_TRUE(kernel.ok()) << kernel.status().message();
       EXPECT_NE((*kernel)->implementation().find("jit"), std::string::npos)
           << (training ? "training, " : "evaluation, ") << channels
@@ -365,12 +367,7 @@ TEST(CpuBf16Activations, BatchNormForwardRunsNoGenericLoop) {
   train_bf16_batch_norm(*backend, Shape{8, 7, 7, 40}, /*relu=*/false);
   // Evaluation on the moving statistics, through the float32 escape, with and without ReLU.
   for (bool relu : {false, true}) {
-    BatchNormDesc d;
-    d.input = Shape{4, 7, 7, 24};
-    d.has_gamma = true;
-    d.fused_relu = relu;
-    d.training = false;
-    d.activations = DType::bf16;
+    const BatchNormDesc d = bf16_batch_norm(Shape{4, 7, 7, 24}, /*training=*/false, relu);
     const Vec x = rounded_to_bf16(random_vec(d.input.numel(), 31));
     const Vec beta = random_vec(24, 32), gamma = random_vec(24, 33, 0.5, 1.5);
     const Vec mean = random_vec(24, 34), var = random_vec(24, 35, 0.5, 2.0);

@@ -51,57 +51,42 @@ class BatchNormKernel final : public OpKernel {
     if (d.fused_relu) flags |= normalization_flags::fuse_norm_relu;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (d.training) {
-      fwd_pd_ = batch_normalization_forward::primitive_desc(
-          batch_normalization_forward::desc(prop_kind::forward_training, x_md_, d.epsilon, flags),
-          attr, ctx.engine);
-      // Backward runs in f32; with bf16 activations its hint is an f32 forward of the same
-      // shape, whose ReLU workspace must be the one the bf16 forward writes.
-      const batch_normalization_forward::primitive_desc hint =
-          widen_x_ ? batch_normalization_forward::primitive_desc(
-                         batch_normalization_forward::desc(prop_kind::forward_training, md_,
-                                                           d.epsilon, flags),
-                         attr, ctx.engine)
-                   : fwd_pd_;
-      // Where they differ (shapes oneDNN's bf16 kernel does not take), forward runs the f32
-      // primitive too, on x widened and with y rounded after: the same answers. So it does
-      // where oneDNN has a JIT kernel for the shape in f32 only: its bf16 fallback is a generic
-      // loop (`nspc_bnorm:any`; MobileNet v2's 24 channels at 56x56, batch 32, on an AMX Xeon:
-      // 51-65 ms a call, against 4-6 ms for the f32 kernel and two conversions of about 1 ms).
+    const prop_kind kind = d.training ? prop_kind::forward_training : prop_kind::forward_inference;
+    const normalization_flags forward_flags =
+        d.training ? flags : flags | normalization_flags::use_global_stats;
+    auto forward_pd = [&](const memory::desc& md) {
+      return batch_normalization_forward::primitive_desc(
+          batch_normalization_forward::desc(kind, md, d.epsilon, forward_flags), attr, ctx.engine);
+    };
+    fwd_pd_ = forward_pd(x_md_);
+    // With bf16 activations, backward runs in f32: its hint is an f32 forward of the same shape,
+    // whose ReLU workspace must be the one the bf16 forward writes. Where they differ (shapes
+    // oneDNN's bf16 kernel does not take), forward runs the f32 primitive too, on x widened and
+    // with y rounded after: the same answers. So it does, in training and evaluation, where
+    // oneDNN has a JIT kernel for the shape in f32 only: its bf16 fallback is a generic loop
+    // (`nspc_bnorm:any`; MobileNet v2's 24 channels at 56x56, batch 32, on an AMX Xeon: 51-65 ms
+    // a call, against 4-6 ms for the f32 kernel and two conversions of about 1 ms).
+    const batch_normalization_forward::primitive_desc hint = widen_x_ ? forward_pd(md_) : fwd_pd_;
+    if (widen_x_) {
       const bool mask_differs = d.fused_relu && hint.workspace_desc() != fwd_pd_.workspace_desc();
-      if (mask_differs || (widen_x_ && is_jit(hint) && !is_jit(fwd_pd_))) {
+      if (mask_differs || (is_jit(hint) && !is_jit(fwd_pd_))) {
         fwd_pd_ = hint;
         forward_in_f32_ = true;
       }
+    }
+    size_t scratch = fwd_pd_.scratchpad_desc().get_size();
+    if (d.training) {
       bwd_pd_ = batch_normalization_backward::primitive_desc(
           batch_normalization_backward::desc(prop_kind::backward, md_, md_, d.epsilon, flags), attr,
           ctx.engine, hint);
       bwd_ = batch_normalization_backward(bwd_pd_);
       stat_bytes_ = align64(sizeof(float) * static_cast<size_t>(c));
       if (d.fused_relu) relu_ws_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
-      scratch_bytes_ = align64(
-          std::max(fwd_pd_.scratchpad_desc().get_size(), bwd_pd_.scratchpad_desc().get_size()));
-      if (widen_x_) wide_x_bytes_ = align64(md_.get_size());
-      if (forward_in_f32_) wide_y_bytes_ = align64(md_.get_size());
-    } else {
-      auto inference_pd = [&](const memory::desc& md) {
-        return batch_normalization_forward::primitive_desc(
-            batch_normalization_forward::desc(prop_kind::forward_inference, md, d.epsilon,
-                                              flags | normalization_flags::use_global_stats),
-            attr, ctx.engine);
-      };
-      fwd_pd_ = inference_pd(x_md_);
-      // The evaluation graph's unfolded batch norms: the same escape from the generic loop.
-      if (widen_x_) {
-        const batch_normalization_forward::primitive_desc wide = inference_pd(md_);
-        if (is_jit(wide) && !is_jit(fwd_pd_)) {
-          fwd_pd_ = wide;
-          forward_in_f32_ = true;
-          wide_x_bytes_ = wide_y_bytes_ = align64(md_.get_size());
-        }
-      }
-      scratch_bytes_ = align64(fwd_pd_.scratchpad_desc().get_size());
+      scratch = std::max(scratch, bwd_pd_.scratchpad_desc().get_size());
     }
+    scratch_bytes_ = align64(scratch);
+    if (widens_x()) wide_x_bytes_ = align64(md_.get_size());
+    if (forward_in_f32_) wide_y_bytes_ = align64(md_.get_size());
     fwd_ = batch_normalization_forward(fwd_pd_);
     const double n = static_cast<double>(d.input.n() * d.input.h() * d.input.w());
     unbias_ = static_cast<float>(n > 1 ? n / (n - 1) : 1.0);
@@ -157,7 +142,7 @@ class BatchNormKernel final : public OpKernel {
     narrow_steps_.clear();
     bwd_x_ = fwd_x_ = x_;
     fwd_y_ = y_;
-    if (widen_x_ && (d_.training || forward_in_f32_)) {
+    if (widens_x()) {
       bwd_x_ = memory(md_, eng, static_cast<char*>(b.workspace) + scratch_bytes_);
       widen_steps_.push_back(reorder_step(x_, bwd_x_));
     }
@@ -233,11 +218,15 @@ class BatchNormKernel final : public OpKernel {
     }
   }
 
+  // Whether x is widened to f32 into the workspace: for backward (training), and for a forward
+  // that runs in f32.
+  bool widens_x() const { return widen_x_ && (d_.training || forward_in_f32_); }
+
   BatchNormDesc d_;
   DnnlContext& ctx_;
   memory::desc md_, x_md_, stat_md_;  // md_: f32 (gradients); x_md_: the activations' type
   bool widen_x_ = false;              // bf16 activations: backward widens x first
-  bool forward_in_f32_ = false;       // bf16 activations whose bf16 forward does not fit backward
+  bool forward_in_f32_ = false;       // bf16 activations whose forward runs the f32 primitive
   size_t wide_x_bytes_ = 0, wide_y_bytes_ = 0;
   batch_normalization_forward::primitive_desc fwd_pd_;
   batch_normalization_forward fwd_;
