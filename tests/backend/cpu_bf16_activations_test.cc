@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -547,6 +548,56 @@ TEST(CpuBf16Activations, ConvolutionReadsAndWritesBf16) {
   for (const Bf16ConvCase& c : cases)
     for (bool relu : {false, true})
       for (bool timed : {false, true}) infer_one_bf16_convolution(*backend, c, relu, timed);
+}
+
+// A depthwise convolution of a bf16 inference graph: where the CPU has bf16 convolutions it is
+// depthwise_bf16_kernel.cc's loop, which multiplies the bf16 activations by the float32
+// weights (not rounded) and rounds y once; elsewhere oneDNN's float32 convolution on the
+// converted activations. Both are within one bf16 rounding of the reference on the f32
+// weights, whatever the activation, fixed or timed.
+TEST(CpuBf16Activations, DepthwiseConvolutionMultipliesBf16ByFloat32Weights) {
+  auto backend = cpu_backend();
+  const Bf16ConvCase cases[] = {{{2, 9, 7, 48}, 48, 3, 1, Padding::same},
+                                {{1, 10, 8, 40}, 40, 3, 2, Padding::same},
+                                {{2, 7, 7, 32}, 32, 5, 1, Padding::same},
+                                {{1, 9, 9, 19}, 19, 5, 2, Padding::valid}};
+  uint32_t seed = 40;
+  for (const Bf16ConvCase& c : cases)
+    for (std::optional<Activation> f :
+         {std::optional<Activation>(), std::optional(Activation::relu6),
+          std::optional(Activation::swish), std::optional(Activation::sigmoid)})
+      for (bool timed : {false, true}) {
+        Conv2dDesc d;
+        d.input = c.input;
+        d.out_channels = d.groups = c.input.c();
+        d.kernel_h = d.kernel_w = c.k;
+        d.stride_h = d.stride_w = c.stride;
+        d.padding = c.padding;
+        d.has_bias = true;
+        d.training = false;
+        d.fused_activation = f;
+        d.constant_weights = true;
+        d.time_algorithms = timed;
+        d.compute = DType::bf16;
+        d.activations = DType::bf16;
+        SCOPED_TRACE(c.input.str() + " k" + std::to_string(c.k) + " s" + std::to_string(c.stride) +
+                     (f ? std::string(" ") + activation_name(*f) : "") + (timed ? " timed" : ""));
+        const Vec x = rounded_to_bf16(random_vec(c.input.numel(), ++seed, -3, 3));
+        const Vec w = random_vec(d.weight_count(), ++seed);
+        const Vec bias = random_vec(size_t(d.out_channels), ++seed);
+        Bf16Run run(*backend, d);
+        // Timed, float32 may win (ties stay float32): then the kernel is oneDNN's in float32.
+        const std::string implementation = run.kernel().implementation();
+        if (backend->has_native_bf16() && (!timed || computes_in_bf16(run.kernel()))) {
+          EXPECT_TRUE(implementation.starts_with("ic:depthwise")) << implementation;
+        }
+        Vec expected = ref::conv2d_forward(d, x, w, bias);
+        if (f) expected = ref::activation_forward(*f, expected);
+        auto y = run.forward({x}, DType::bf16, {w, bias}, {expected.size()}, DType::bf16);
+        ASSERT_EQ(y.size(), 1u);
+        // One rounding of y, float sums of k*k terms of at most 3, and exp's approximation.
+        expect_within(y[0], expected, 1e-4, kBf16Rounding, "depthwise conv2d bf16 activations");
+      }
 }
 
 TEST(CpuBf16Activations, CastsRoundToNearestEven) {

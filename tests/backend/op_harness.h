@@ -41,8 +41,9 @@ inline Vec rounded_to_bf16(Vec v) {
   return v;
 }
 
-// Whether a convolution kernel multiplies in bf16: its implementation() ends " bf16" then
-// (the CPU backend's; a timed bf16 convolution may have chosen float32).
+// Whether a convolution kernel is its layer's bf16 choice: its implementation() ends " bf16"
+// then (the CPU backend's; a timed bf16 convolution may have chosen float32). It multiplies in
+// bf16, except a depthwise one on bf16 activations, which multiplies them by float32 weights.
 inline bool computes_in_bf16(const OpKernel& kernel) {
   return kernel.implementation().ends_with(" bf16");
 }

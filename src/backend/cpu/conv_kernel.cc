@@ -388,8 +388,9 @@ double fastest_forward_seconds(OpKernel& kernel, DnnlContext& ctx) {
   return best;
 }
 
-// Seconds of one forward: the faster of two runs, on scratch buffers.
-double time_forward(ConvKernel& kernel, const Conv2dDesc& d, DnnlContext& ctx) {
+// Seconds of one forward of `kernel`, a kernel for `d`: the fastest of fastest_forward_seconds
+// runs, on scratch buffers.
+double time_forward(OpKernel& kernel, const Conv2dDesc& d, DnnlContext& ctx) {
   auto filled = [](size_t count, float value) {
     AlignedBuffer buffer = aligned_buffer(count * sizeof(float));
     std::fill_n(static_cast<float*>(buffer.get()), count, value);
@@ -531,7 +532,13 @@ Result<DType> timed_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {
     return settled->second == dt::bf16 ? DType::bf16 : DType::f32;
   Conv2dDesc wide = d;
   wide.compute = wide.activations = DType::f32;
-  IC_ASSIGN_OR_RETURN(const TimedPlan in_bf16, fastest_plan(d, ctx, {dt::bf16}));
+  // A depthwise layer's bf16 side is depthwise_bf16_kernel.cc's loop, not a oneDNN plan.
+  TimedPlan in_bf16;
+  if (depthwise_bf16_applies(d)) {
+    in_bf16.seconds = time_forward(*make_depthwise_bf16(d), d, ctx);
+  } else {
+    IC_ASSIGN_OR_RETURN(in_bf16, fastest_plan(d, ctx, {dt::bf16}));
+  }
   IC_ASSIGN_OR_RETURN(const TimedPlan in_f32, fastest_plan(wide, ctx, {dt::f32}));
   cache.plans.emplace(plan_key(wide), in_f32.plan);
   cache.compute.emplace(layer_key(wide), dt::f32);
@@ -544,7 +551,7 @@ Result<DType> timed_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {
                                                  time_cast(d.output(), DType::f32, DType::bf16, ctx)
                                            : 0;
   const bool bf16 = keeps_bf16(in_bf16.seconds, in_f32.seconds, casts);
-  if (bf16) cache.plans.emplace(plan_key(d), in_bf16.plan);
+  if (bf16 && !depthwise_bf16_applies(d)) cache.plans.emplace(plan_key(d), in_bf16.plan);
   cache.compute.emplace(layer, bf16 ? dt::bf16 : dt::f32);
   return bf16 ? DType::bf16 : DType::f32;
 }
@@ -613,6 +620,14 @@ Status check_conv_desc(const Conv2dDesc& d) {
 Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& ctx) {
   IC_RETURN_IF_ERROR(check_conv_desc(d));
   if (d.int8) return make_int8_conv2d(d, ctx);
+  if (depthwise_bf16_applies(d) && compute_type(d, ctx) == dt::bf16) {
+    // The layer's type, settled by timing at its first batch size: float32 goes on below.
+    DType type = DType::bf16;
+    if (conv_timing_enabled(d)) {
+      IC_ASSIGN_OR_RETURN(type, timed_compute_type(d, ctx));
+    }
+    if (type == DType::bf16) return make_depthwise_bf16(d);
+  }
   if (!conv_timing_enabled(d)) return std::unique_ptr<OpKernel>(default_kernel(d, ctx));
   IC_ASSIGN_OR_RETURN(const ConvPlan plan, timed_plan(d, ctx));
   return std::unique_ptr<OpKernel>(std::make_unique<ConvKernel>(d, ctx, plan));

@@ -229,6 +229,11 @@ EltwiseAlgorithm eltwise_algorithm(Activation function);
 // Appends a convolution's fused ReLU or fused activation (Conv2dDesc; at most one, see
 // check_conv_post_ops) to `post` as an eltwise post-op; nothing when it has neither.
 void append_fused_activation(dnnl::post_ops& post, bool relu, std::optional<Activation> activation);
+// Depthwise convolutions of an inference graph on bf16 activations (depthwise_bf16_kernel.cc):
+// whether `d` is one, and its kernel, which make_conv2d uses in place of oneDNN's where the CPU
+// has bf16 convolutions.
+bool depthwise_bf16_applies(const Conv2dDesc& d);
+std::unique_ptr<OpKernel> make_depthwise_bf16(const Conv2dDesc& d);
 // int8 layers (ops.h's Int8Conv; int8_kernels.cc): make_conv2d / make_dense call these when the
 // desc's `int8` is set, after checking the shapes.
 Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlContext& ctx);
