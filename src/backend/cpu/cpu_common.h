@@ -133,6 +133,15 @@ inline void multiply(const Bf16* x, const Bf16* s, Bf16* y, int64_t count) {
                 reinterpret_cast<uint16_t*>(y), count);
 }
 
+// y[i] = max(a[i] + b[i], floor) (a NaN stays NaN), rounded once in bf16 (vector_loops.h).
+inline void add(const float* a, const float* b, float* y, int64_t count, float floor) {
+  for (int64_t i = 0; i < count; ++i) y[i] = std::max(a[i] + b[i], floor);
+}
+inline void add(const Bf16* a, const Bf16* b, Bf16* y, int64_t count, float floor) {
+  add_bf16(reinterpret_cast<const uint16_t*>(a), reinterpret_cast<const uint16_t*>(b),
+           reinterpret_cast<uint16_t*>(y), count, floor);
+}
+
 // Kernel<float> or Kernel<Bf16>, as `type` says; other types are refused naming `op`.
 template <template <typename> class Kernel, typename Desc>
 Result<std::unique_ptr<OpKernel>> make_for_activations(const char* op, DType type, const Desc& d) {

@@ -3,11 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "backend/cpu/bf16_avx512.h"
 #include "core/tensor.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace ic::cpu {
 
@@ -87,8 +84,10 @@ void pixel_scalar(const uint16_t* x, const float* w, const float* bias, const De
 }
 
 #if defined(__x86_64__)
-#define IC_AVX512 __attribute__((target("avx512f")))
-#define IC_AVX512_INLINE __attribute__((target("avx512f"), always_inline)) inline
+using avx512::load16;
+using avx512::load32;
+using avx512::store16;
+using avx512::store32;
 
 IC_AVX512_INLINE __m512 exp16(__m512 x) {
   // min/max return their second operand when either is NaN: x, so a NaN stays.
@@ -125,28 +124,12 @@ IC_AVX512_INLINE __m512 activate16(__m512 v, DepthwiseActivation act) {
   return v;
 }
 
-// float_to_bf16 on 16 lanes, the result in each lane's upper 16 bits: rounded to nearest even;
-// a NaN becomes a quiet NaN.
-IC_AVX512_INLINE __m512i round_to_bf16(__m512 v) {
-  const __m512i bits = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  return _mm512_mask_or_epi32(rounded, nan, bits, _mm512_set1_epi32(0x400000));
-}
-
 // 16 channels in their stored order.
 struct Natural16 {
   static constexpr int kVectors = 1;
   IC_AVX512_INLINE static void load(const float* p, __m512* v) { v[0] = _mm512_loadu_ps(p); }
-  IC_AVX512_INLINE static void widen(const uint16_t* p, __m512* v) {
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    v[0] = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
-  }
-  IC_AVX512_INLINE static void store(uint16_t* p, const __m512* v) {
-    const __m512i high = _mm512_srli_epi32(round_to_bf16(v[0]), 16);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(high));
-  }
+  IC_AVX512_INLINE static void widen(const uint16_t* p, __m512* v) { v[0] = load16(p); }
+  IC_AVX512_INLINE static void store(uint16_t* p, const __m512* v) { store16(p, v[0]); }
 };
 
 // 32 channels as their even and odd halves (pack_depthwise): a 32-bit lane of activations
@@ -157,16 +140,8 @@ struct Packed32 {
     v[0] = _mm512_loadu_ps(p);
     v[1] = _mm512_loadu_ps(p + 16);
   }
-  IC_AVX512_INLINE static void widen(const uint16_t* p, __m512* v) {
-    const __m512i raw = _mm512_loadu_si512(p);
-    v[0] = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
-    v[1] = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32(int(0xffff0000u))));
-  }
-  IC_AVX512_INLINE static void store(uint16_t* p, const __m512* v) {
-    const __m512i even = _mm512_srli_epi32(round_to_bf16(v[0]), 16);
-    const __m512i odd = _mm512_and_si512(round_to_bf16(v[1]), _mm512_set1_epi32(int(0xffff0000u)));
-    _mm512_storeu_si512(p, _mm512_or_si512(even, odd));
-  }
+  IC_AVX512_INLINE static void widen(const uint16_t* p, __m512* v) { load32(p, v[0], v[1]); }
+  IC_AVX512_INLINE static void store(uint16_t* p, const __m512* v) { store32(p, v[0], v[1]); }
 };
 
 // The sums of `pixels` neighbouring output pixels for one block of channels at c (t: the first
@@ -352,10 +327,6 @@ IC_AVX512 void row_avx512(const uint16_t* x, const float* w, const float* bias,
   any_row(x, w, bias, g, oh, act, y);
 }
 
-bool has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
 #endif
 
 }  // namespace
@@ -372,7 +343,7 @@ void depthwise_row_bf16(const uint16_t* x, const float* w, const float* bias,
                         const DepthwiseGeometry& g, int64_t oh, DepthwiseActivation act,
                         uint16_t* y) {
 #if defined(__x86_64__)
-  if (has_avx512()) return row_avx512(x, w, bias, g, oh, act, y);
+  if (avx512::available()) return row_avx512(x, w, bias, g, oh, act, y);
 #endif
   for (int64_t ow = 0; ow < g.out_w; ++ow)
     pixel_scalar(x, w, bias, g, window(g, oh, ow), 0, act, y + ow * g.channels);

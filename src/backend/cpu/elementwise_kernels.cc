@@ -66,9 +66,7 @@ class AddKernel final : public OpKernel {
     const auto* c = static_cast<const T*>(b_.inputs[1]);
     auto* y = static_cast<T*>(b_.outputs[0]);
     const float floor = relu_ ? 0.f : -INFINITY;
-    chunked(count_, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) y[i] = narrow<T>(std::max(widen(a[i]) + widen(c[i]), floor));
-    });
+    chunked(count_, [&](int64_t s, int64_t e) { add(a + s, c + s, y + s, e - s, floor); });
   }
   void backward(const StepContext&) override {
     const auto* y = static_cast<const T*>(b_.outputs[0]);

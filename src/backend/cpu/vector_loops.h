@@ -29,6 +29,9 @@ void sum_rows_bf16(const uint16_t* x, int64_t rows, int64_t stride, float* sum, 
 // y[i] = x[i] * s[i]; in bf16, computed in float and rounded to nearest even (NaN stays NaN).
 void multiply_f32(const float* x, const float* s, float* y, int64_t count);
 void multiply_bf16(const uint16_t* x, const uint16_t* s, uint16_t* y, int64_t count);
+// y[i] = max(a[i] + b[i], floor), computed in float and rounded to nearest even (a NaN stays
+// NaN); floor is -inf for a plain Add, 0 for Add+ReLU.
+void add_bf16(const uint16_t* a, const uint16_t* b, uint16_t* y, int64_t count, float floor);
 // y = clamp(round_half_even(x * inverse_scale), 0, top); NaN becomes 0 (quantize_kernel.cc).
 void quantize_to_u8(const float* x, uint8_t* y, int64_t count, float inverse_scale, float top);
 
