@@ -546,11 +546,12 @@ Result<DType> timed_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {
   // in float32 is most likely an island: the Casts of its input and its output are part of its
   // cost. They are timed, not assumed: on a 2-core AMX Xeon MobileNet v2's depthwise layers
   // timed faster in float32 alone, and their 32 Casts then took 35% of its bf16 inference.
-  // Without AMX most layers are float32, and the 10% margin stands for a bf16 island's casts.
-  const double casts = bf16_outpaces_f32() ? time_cast(d.input, DType::bf16, DType::f32, ctx) +
-                                                 time_cast(d.output(), DType::f32, DType::bf16, ctx)
-                                           : 0;
-  const bool bf16 = keeps_bf16(in_bf16.seconds, in_f32.seconds, casts);
+  // There bf16 is also the side that stays on a tie (bf16_choice.h).
+  const bool amx = bf16_outpaces_f32();
+  const double casts = amx ? time_cast(d.input, DType::bf16, DType::f32, ctx) +
+                                 time_cast(d.output(), DType::f32, DType::bf16, ctx)
+                           : 0;
+  const bool bf16 = keeps_bf16(in_bf16.seconds, in_f32.seconds, casts, amx);
   if (bf16 && !depthwise_bf16_applies(d)) cache.plans.emplace(plan_key(d), in_bf16.plan);
   cache.compute.emplace(layer, bf16 ? dt::bf16 : dt::f32);
   return bf16 ? DType::bf16 : DType::f32;
