@@ -507,8 +507,9 @@ struct Bf16ConvCase {
   Padding padding;
 };
 
-void infer_one_bf16_convolution(Backend& backend, const Bf16ConvCase& c, bool relu, bool timed) {
-  SCOPED_TRACE(c.input.str() + (relu ? " relu" : "") + (timed ? " timed" : ""));
+// The convolution of `c` as a bf16 inference graph compiles it: bias, constant weights, bf16
+// compute and activations; timed or not (timing tries float32 on the widened activations too).
+Conv2dDesc bf16_inference_conv(const Bf16ConvCase& c, bool timed) {
   Conv2dDesc d;
   d.input = c.input;
   d.out_channels = c.filters;
@@ -517,11 +518,17 @@ void infer_one_bf16_convolution(Backend& backend, const Bf16ConvCase& c, bool re
   d.padding = c.padding;
   d.has_bias = true;
   d.training = false;
-  d.fused_relu = relu;
   d.constant_weights = true;
-  d.time_algorithms = timed;  // timing tries float32 on the widened activations too
+  d.time_algorithms = timed;
   d.compute = DType::bf16;
   d.activations = DType::bf16;
+  return d;
+}
+
+void infer_one_bf16_convolution(Backend& backend, const Bf16ConvCase& c, bool relu, bool timed) {
+  SCOPED_TRACE(c.input.str() + (relu ? " relu" : "") + (timed ? " timed" : ""));
+  Conv2dDesc d = bf16_inference_conv(c, timed);
+  d.fused_relu = relu;
   const Vec x = rounded_to_bf16(random_vec(c.input.numel(), 6));
   const Vec w = random_vec(size_t(c.k * c.k * c.input.c() * c.filters), 7);
   const Vec bias = random_vec(size_t(c.filters), 8);
@@ -567,19 +574,9 @@ TEST(CpuBf16Activations, DepthwiseConvolutionMultipliesBf16ByFloat32Weights) {
          {std::optional<Activation>(), std::optional(Activation::relu6),
           std::optional(Activation::swish), std::optional(Activation::sigmoid)})
       for (bool timed : {false, true}) {
-        Conv2dDesc d;
-        d.input = c.input;
-        d.out_channels = d.groups = c.input.c();
-        d.kernel_h = d.kernel_w = c.k;
-        d.stride_h = d.stride_w = c.stride;
-        d.padding = c.padding;
-        d.has_bias = true;
-        d.training = false;
+        Conv2dDesc d = bf16_inference_conv(c, timed);
+        d.groups = c.input.c();
         d.fused_activation = f;
-        d.constant_weights = true;
-        d.time_algorithms = timed;
-        d.compute = DType::bf16;
-        d.activations = DType::bf16;
         SCOPED_TRACE(c.input.str() + " k" + std::to_string(c.k) + " s" + std::to_string(c.stride) +
                      (f ? std::string(" ") + activation_name(*f) : "") + (timed ? " timed" : ""));
         const Vec x = rounded_to_bf16(random_vec(c.input.numel(), ++seed, -3, 3));
