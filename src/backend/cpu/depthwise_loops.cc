@@ -144,6 +144,25 @@ struct Packed32 {
   IC_AVX512_INLINE static void store(uint16_t* p, const __m512* v) { store32(p, v[0], v[1]); }
 };
 
+// The sums of `pixels` output pixels for one block of channels, from the bias.
+template <class Block, int pixels>
+IC_AVX512_INLINE void start_sums(const float* bias, __m512 (&sum)[pixels][Block::kVectors]) {
+  __m512 b[Block::kVectors];
+  Block::load(bias, b);
+  for (int p = 0; p < pixels; ++p)
+    for (int i = 0; i < Block::kVectors; ++i) sum[p][i] = b[i];
+}
+
+// Activates the sums and stores them, pixel p at out + p * channels.
+template <class Block, int pixels>
+IC_AVX512_INLINE void finish_sums(__m512 (&sum)[pixels][Block::kVectors], DepthwiseActivation act,
+                                  int64_t channels, uint16_t* out) {
+  for (int p = 0; p < pixels; ++p) {
+    for (int i = 0; i < Block::kVectors; ++i) sum[p][i] = activate16(sum[p][i], act);
+    Block::store(out + p * channels, sum[p]);
+  }
+}
+
 // The sums of `pixels` neighbouring output pixels for one block of channels at c (t: the first
 // pixel's window), activated and stored. `width` and `stride` are the kernel's, as constants
 // so that the loops unroll: each input column of the pixels' span is widened once and
@@ -151,106 +170,79 @@ struct Packed32 {
 // for the same two ports, so widening each value once is most of the speed; the pixels' sums
 // are independent chains, so their multiply-adds overlap instead of waiting out each other's
 // latency.
-template <class Block, int pixels, int width, int stride>
-IC_AVX512_INLINE void span_sums(const uint16_t* x, const float* w, const float* bias,
-                                const DepthwiseGeometry& g, const Window& t, int64_t c,
-                                DepthwiseActivation act, uint16_t* out) {
-  constexpr int span = (pixels - 1) * stride + width, V = Block::kVectors;
-  const int64_t channels = g.channels;
-  // The span's columns inside the image: the padding's contribute nothing.
-  const int64_t j_begin = std::max<int64_t>(0, -t.iw0);
-  const int64_t j_end = std::min<int64_t>(span, g.in_w - t.iw0);
-  __m512 sum[pixels][V], weight[width][V], v[V];
-  Block::load(bias + c, v);
-  for (int p = 0; p < pixels; ++p)
-    for (int i = 0; i < V; ++i) sum[p][i] = v[i];
-  for (int kh = t.kh_begin; kh < t.kh_end; ++kh) {
-    const uint16_t* in = x + ((t.ih0 + kh) * g.in_w + t.iw0) * channels + c;
-    const float* tap = w + int64_t{kh} * width * channels + c;
-    for (int k = 0; k < width; ++k) Block::load(tap + k * channels, weight[k]);
+template <int pixels, int width, int stride>
+struct SpanSums {
+  template <class Block>
+  IC_AVX512_INLINE static void run(const uint16_t* x, const float* w, const float* bias,
+                                   const DepthwiseGeometry& g, const Window& t, int64_t c,
+                                   DepthwiseActivation act, uint16_t* out) {
+    constexpr int span = (pixels - 1) * stride + width, V = Block::kVectors;
+    const int64_t channels = g.channels;
+    // The span's columns inside the image: the padding's contribute nothing.
+    const int64_t j_begin = std::max<int64_t>(0, -t.iw0);
+    const int64_t j_end = std::min<int64_t>(span, g.in_w - t.iw0);
+    __m512 sum[pixels][V], weight[width][V], v[V];
+    start_sums<Block, pixels>(bias + c, sum);
+    for (int kh = t.kh_begin; kh < t.kh_end; ++kh) {
+      const uint16_t* in = x + ((t.ih0 + kh) * g.in_w + t.iw0) * channels + c;
+      const float* tap = w + int64_t{kh} * width * channels + c;
+      for (int k = 0; k < width; ++k) Block::load(tap + k * channels, weight[k]);
 #pragma GCC unroll 16
-    for (int j = 0; j < span; ++j) {
-      if (j < j_begin || j >= j_end) continue;
-      Block::widen(in + j * channels, v);
+      for (int j = 0; j < span; ++j) {
+        if (j < j_begin || j >= j_end) continue;
+        Block::widen(in + j * channels, v);
 #pragma GCC unroll 8
-      for (int p = 0; p < pixels; ++p) {
-        const int k = j - p * stride;
-        if (k < 0 || k >= width) continue;
-        for (int i = 0; i < V; ++i) sum[p][i] = _mm512_fmadd_ps(v[i], weight[k][i], sum[p][i]);
+        for (int p = 0; p < pixels; ++p) {
+          const int k = j - p * stride;
+          if (k < 0 || k >= width) continue;
+          for (int i = 0; i < V; ++i) sum[p][i] = _mm512_fmadd_ps(v[i], weight[k][i], sum[p][i]);
+        }
       }
     }
+    finish_sums<Block, pixels>(sum, act, channels, out + c);
   }
-  for (int p = 0; p < pixels; ++p) {
-    for (int i = 0; i < V; ++i) sum[p][i] = activate16(sum[p][i], act);
-    Block::store(out + p * channels + c, sum[p]);
-  }
-}
+};
 
 // The same for any kernel size, one tap at a time: with more than one pixel, their windows
 // must lie inside the image along w.
-template <class Block, int pixels>
-IC_AVX512_INLINE void tap_sums(const uint16_t* x, const float* w, const float* bias,
-                               const DepthwiseGeometry& g, const Window& t, int64_t c,
-                               DepthwiseActivation act, uint16_t* out) {
-  constexpr int V = Block::kVectors;
-  const int64_t channels = g.channels, step = g.stride_w * channels;
-  __m512 sum[pixels][V], weight[V], v[V];
-  Block::load(bias + c, v);
-  for (int p = 0; p < pixels; ++p)
-    for (int i = 0; i < V; ++i) sum[p][i] = v[i];
-  for (int kh = t.kh_begin; kh < t.kh_end; ++kh) {
-    const uint16_t* in = x + ((t.ih0 + kh) * g.in_w + t.iw0) * channels + c;
-    const float* tap = w + int64_t{kh} * g.kernel_w * channels + c;
-    for (int kw = t.kw_begin; kw < t.kw_end; ++kw) {
-      Block::load(tap + kw * channels, weight);
-      for (int p = 0; p < pixels; ++p) {
-        Block::widen(in + p * step + kw * channels, v);
-        for (int i = 0; i < V; ++i) sum[p][i] = _mm512_fmadd_ps(v[i], weight[i], sum[p][i]);
+template <int pixels>
+struct TapSums {
+  template <class Block>
+  IC_AVX512_INLINE static void run(const uint16_t* x, const float* w, const float* bias,
+                                   const DepthwiseGeometry& g, const Window& t, int64_t c,
+                                   DepthwiseActivation act, uint16_t* out) {
+    constexpr int V = Block::kVectors;
+    const int64_t channels = g.channels, step = g.stride_w * channels;
+    __m512 sum[pixels][V], weight[V], v[V];
+    start_sums<Block, pixels>(bias + c, sum);
+    for (int kh = t.kh_begin; kh < t.kh_end; ++kh) {
+      const uint16_t* in = x + ((t.ih0 + kh) * g.in_w + t.iw0) * channels + c;
+      const float* tap = w + int64_t{kh} * g.kernel_w * channels + c;
+      for (int kw = t.kw_begin; kw < t.kw_end; ++kw) {
+        Block::load(tap + kw * channels, weight);
+        for (int p = 0; p < pixels; ++p) {
+          Block::widen(in + p * step + kw * channels, v);
+          for (int i = 0; i < V; ++i) sum[p][i] = _mm512_fmadd_ps(v[i], weight[i], sum[p][i]);
+        }
       }
     }
+    finish_sums<Block, pixels>(sum, act, channels, out + c);
   }
-  for (int p = 0; p < pixels; ++p) {
-    for (int i = 0; i < V; ++i) sum[p][i] = activate16(sum[p][i], act);
-    Block::store(out + p * channels + c, sum[p]);
-  }
-}
+};
 
-// Every vector's worth of channels of `pixels` output pixels: the whole blocks of 32 packed,
-// then a block of 16 in stored order; the last channels (fewer than 16) are the caller's.
-// Sums is span_sums or tap_sums with the block type left open.
-template <template <class> class Sums>
-IC_AVX512_INLINE int64_t vector_channels(const uint16_t* x, const float* w, const float* bias,
-                                         const DepthwiseGeometry& g, const Window& t,
-                                         DepthwiseActivation act, uint16_t* out) {
+// Every vector's worth of channels of some output pixels, by Sums (SpanSums or TapSums): the
+// whole blocks of 32 packed, then a block of 16 in stored order. Returns where the vectors end:
+// the last channels (fewer than 16) are the caller's.
+template <class Sums>
+IC_AVX512 int64_t vector_channels(const uint16_t* x, const float* w, const float* bias,
+                                  const DepthwiseGeometry& g, const Window& t,
+                                  DepthwiseActivation act, uint16_t* out) {
   const int64_t whole32 = g.channels / 32 * 32, whole16 = g.channels / 16 * 16;
-  for (int64_t c = 0; c < whole32; c += 32) Sums<Packed32>::run(x, w, bias, g, t, c, act, out);
-  if (whole16 > whole32) Sums<Natural16>::run(x, w, bias, g, t, whole32, act, out);
+  for (int64_t c = 0; c < whole32; c += 32)
+    Sums::template run<Packed32>(x, w, bias, g, t, c, act, out);
+  if (whole16 > whole32) Sums::template run<Natural16>(x, w, bias, g, t, whole32, act, out);
   return whole16;
 }
-
-template <int pixels, int width, int stride>
-struct Span {
-  template <class Block>
-  struct Sums {
-    IC_AVX512_INLINE static void run(const uint16_t* x, const float* w, const float* bias,
-                                     const DepthwiseGeometry& g, const Window& t, int64_t c,
-                                     DepthwiseActivation act, uint16_t* out) {
-      span_sums<Block, pixels, width, stride>(x, w, bias, g, t, c, act, out);
-    }
-  };
-};
-
-template <int pixels>
-struct Taps {
-  template <class Block>
-  struct Sums {
-    IC_AVX512_INLINE static void run(const uint16_t* x, const float* w, const float* bias,
-                                     const DepthwiseGeometry& g, const Window& t, int64_t c,
-                                     DepthwiseActivation act, uint16_t* out) {
-      tap_sums<Block, pixels>(x, w, bias, g, t, c, act, out);
-    }
-  };
-};
 
 // The last channels of `pixels` output pixels from `vector_end`, one at a time.
 void scalar_tail(const uint16_t* x, const float* w, const float* bias, const DepthwiseGeometry& g,
@@ -266,29 +258,14 @@ template <int width, int stride>
 IC_AVX512 void span_row(const uint16_t* x, const float* w, const float* bias,
                         const DepthwiseGeometry& g, int64_t oh, DepthwiseActivation act,
                         uint16_t* y) {
+  // The group sizes' instances, by pixels - 1: a row ends with a group of fewer than 4.
+  constexpr decltype(&vector_channels<SpanSums<4, width, stride>>) groups[] = {
+      &vector_channels<SpanSums<1, width, stride>>, &vector_channels<SpanSums<2, width, stride>>,
+      &vector_channels<SpanSums<3, width, stride>>, &vector_channels<SpanSums<4, width, stride>>};
   for (int64_t ow = 0; ow < g.out_w;) {
     const int64_t pixels = std::min<int64_t>(4, g.out_w - ow);
-    const Window t = window(g, oh, ow);
-    uint16_t* out = y + ow * g.channels;
-    int64_t vector_end = 0;
-    switch (pixels) {
-      case 4:
-        vector_end =
-            vector_channels<Span<4, width, stride>::template Sums>(x, w, bias, g, t, act, out);
-        break;
-      case 3:
-        vector_end =
-            vector_channels<Span<3, width, stride>::template Sums>(x, w, bias, g, t, act, out);
-        break;
-      case 2:
-        vector_end =
-            vector_channels<Span<2, width, stride>::template Sums>(x, w, bias, g, t, act, out);
-        break;
-      default:
-        vector_end =
-            vector_channels<Span<1, width, stride>::template Sums>(x, w, bias, g, t, act, out);
-        break;
-    }
+    const int64_t vector_end =
+        groups[pixels - 1](x, w, bias, g, window(g, oh, ow), act, y + ow * g.channels);
     scalar_tail(x, w, bias, g, oh, ow, pixels, vector_end, act, y);
     ow += pixels;
   }
@@ -305,8 +282,8 @@ IC_AVX512 void any_row(const uint16_t* x, const float* w, const float* bias,
     const bool group =
         ow + 4 <= g.out_w && t.kw_begin == 0 && window(g, oh, ow + 3).kw_end == g.kernel_w;
     const int64_t pixels = group ? 4 : 1;
-    const int64_t vector_end = group ? vector_channels<Taps<4>::Sums>(x, w, bias, g, t, act, out)
-                                     : vector_channels<Taps<1>::Sums>(x, w, bias, g, t, act, out);
+    const int64_t vector_end = group ? vector_channels<TapSums<4>>(x, w, bias, g, t, act, out)
+                                     : vector_channels<TapSums<1>>(x, w, bias, g, t, act, out);
     scalar_tail(x, w, bias, g, oh, ow, pixels, vector_end, act, y);
     ow += pixels;
   }
