@@ -79,6 +79,41 @@ Status decode_result(tjhandle handle, int rc, std::string_view bytes, const char
   return Status();
 }
 
+// tjDecompress2 is given the output size, not the scale: it takes the largest of its scaling
+// factors (2/1, 15/8, ..., 1/8) whose output fits. For an image under about 16 pixels a side
+// a larger factor can give the same size as 1/scale_denom (a 5x5 image is 2x2 at both 3/8 and
+// 1/4), and TurboJPEG would decode at that factor instead: other pixels than the region decode
+// (jpeg_region.h), which sets the scale itself. Whether TurboJPEG takes exactly 1/scale_denom:
+bool turbojpeg_takes_scale(const JpegHeader& header, int scale_denom) {
+  const int height = jpeg_scaled_size(header.height, scale_denom);
+  const int width = jpeg_scaled_size(header.width, scale_denom);
+  int count = 0;
+  const tjscalingfactor* factors = tjGetScalingFactors(&count);
+  for (int i = 0; factors != nullptr && i < count; ++i) {
+    const tjscalingfactor factor = factors[i];
+    if (TJSCALED(header.width, factor) <= width && TJSCALED(header.height, factor) <= height) {
+      return factor.num * scale_denom == factor.denom;
+    }
+  }
+  return false;
+}
+
+// A region through jpeg_region::decode, its outcome as a Status: OK for `decoded` and for
+// `not_rgb` (nothing decoded: the caller takes the full-image path), which `outcome` tells apart.
+Status decode_jpeg_region(std::string_view bytes, int scale_denom, CropWindow wanted,
+                          int64_t max_pixels, RgbImage* out, CropWindow* decoded,
+                          jpeg_region::Outcome* outcome) {
+  std::string message;
+  *outcome = jpeg_region::decode(bytes, scale_denom, wanted, max_pixels, out, decoded, &message);
+  switch (*outcome) {
+    case jpeg_region::Outcome::decoded:
+    case jpeg_region::Outcome::not_rgb: return Status();
+    case jpeg_region::Outcome::over_pixel_limit: return resource_exhausted(message);
+    case jpeg_region::Outcome::failed: break;
+  }
+  return error("JPEG decode failed: ", message);
+}
+
 Status decode_jpeg_into(std::string_view bytes, int scale_denom, RgbImage* out,
                         int64_t max_pixels) {
   if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8) {
@@ -86,6 +121,17 @@ Status decode_jpeg_into(std::string_view bytes, int scale_denom, RgbImage* out,
   }
   IC_ASSIGN_OR_RETURN(const JpegHeader header, read_jpeg_header(bytes));
   IC_RETURN_IF_ERROR(check_pixel_limit(ImageDimensions{header.height, header.width}, max_pixels));
+  if (!turbojpeg_takes_scale(header, scale_denom)) {
+    // A tiny image. CMYK ones (the region decoder is RGB only) go on to TurboJPEG's nearest
+    // factor: same size, slightly other pixels, the same as their region decode, which falls
+    // back to this function.
+    const CropWindow everything{0, 0, INT_MAX / 2, INT_MAX / 2};
+    CropWindow decoded;
+    jpeg_region::Outcome outcome = jpeg_region::Outcome::failed;
+    IC_RETURN_IF_ERROR(
+        decode_jpeg_region(bytes, scale_denom, everything, max_pixels, out, &decoded, &outcome));
+    if (outcome == jpeg_region::Outcome::decoded) return Status();
+  }
   const TjHandle owned_handle = new_decompressor();
   tjhandle handle = owned_handle.get();
   if (handle == nullptr) return error("cannot create a TurboJPEG decompressor");
@@ -268,13 +314,11 @@ Status decode_image_region_into(std::string_view bytes, int scale_denom, CropWin
     if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8) {
       return error("JPEG scale denominator must be 1, 2, 4 or 8, got ", scale_denom);
     }
-    std::string message;
-    switch (jpeg_region::decode(bytes, scale_denom, wanted, max_pixels, out, decoded, &message)) {
-      case jpeg_region::Outcome::decoded: return Status();
-      case jpeg_region::Outcome::over_pixel_limit: return resource_exhausted(message);
-      case jpeg_region::Outcome::failed: return error("JPEG decode failed: ", message);
-      case jpeg_region::Outcome::not_rgb: break;  // CMYK: TensorFlow's conversion, whole image
-    }
+    jpeg_region::Outcome outcome = jpeg_region::Outcome::failed;
+    IC_RETURN_IF_ERROR(
+        decode_jpeg_region(bytes, scale_denom, wanted, max_pixels, out, decoded, &outcome));
+    if (outcome == jpeg_region::Outcome::decoded) return Status();
+    // not_rgb, CMYK: TensorFlow's conversion, whole image (below)
   }
   IC_RETURN_IF_ERROR(
       decode_image_into(bytes, format == ImageFormat::png ? 1 : scale_denom, out, max_pixels));

@@ -89,6 +89,25 @@ bool ends_with_eoi(std::string_view bytes) {
          static_cast<uint8_t>(bytes[bytes.size() - 1]) == 0xD9;
 }
 
+// Whether libjpeg will smooth blocks: a progressive JPEG some of whose low-frequency AC
+// coefficients never arrived in full (a cut or damaged progression) gets interblock smoothing,
+// which estimates them from the neighbouring blocks' DC values (jdcoefct.c, smoothing_ok; 1..9
+// covers libjpeg-turbo 2.1's wider smoothing). A crop makes its first and last block columns
+// the image's edges for that estimate, so such an image is decoded at full width. Valid after
+// jpeg_start_decompress, which has read every scan of a progressive JPEG.
+bool blocks_will_be_smoothed(const jpeg_decompress_struct* cinfo) {
+  if (!cinfo->progressive_mode || !cinfo->do_block_smoothing || cinfo->coef_bits == nullptr) {
+    return false;
+  }
+  constexpr int kSmoothedCoefficients = 9;
+  for (int c = 0; c < cinfo->num_components; ++c) {
+    for (int k = 1; k <= kSmoothedCoefficients; ++k) {
+      if (cinfo->coef_bits[c][k] != 0) return true;
+    }
+  }
+  return false;
+}
+
 struct Request {
   const unsigned char* data;
   unsigned long size;
@@ -138,11 +157,24 @@ bool run_decode(Decompressor* decompressor, const Request& request, Outcome* out
   const int y1 = std::clamp(request.wanted.y + request.wanted.height, y0 + 1, height);
   // Fancy upsampling treats a cropped row's ends as the image's edges (libjpeg.txt, "Partial
   // image decompression"), so one column of margin keeps `wanted` exact.
-  const int x0 = std::clamp(request.wanted.x - 1, 0, width - 1);
-  const int x1 = std::clamp(request.wanted.x + request.wanted.width + 1, x0 + 1, width);
+  int x0 = std::clamp(request.wanted.x - 1, 0, width - 1);
+  int x1 = std::clamp(request.wanted.x + request.wanted.width + 1, x0 + 1, width);
+  // libjpeg upsamples a component fancily only when it is more than 2 samples wide (jdsample.c),
+  // and a crop narrows every component: a narrow crop of a wider image would be box-upsampled,
+  // other pixels than the full decode's. A component is at most 4 times subsampled, so 12
+  // columns give it 3 samples.
+  constexpr int kMinCropWidth = 12;
+  if (x1 - x0 < kMinCropWidth) {
+    x1 = std::min(width, x0 + kMinCropWidth);
+    x0 = std::max(0, x1 - kMinCropWidth);
+  }
   JDIMENSION crop_x = static_cast<JDIMENSION>(x0);
   JDIMENSION crop_width = static_cast<JDIMENSION>(x1 - x0);
-  if (x0 > 0 || x1 < width) jpeg_crop_scanline(cinfo, &crop_x, &crop_width);  // aligns x left
+  if ((x0 > 0 || x1 < width) && !blocks_will_be_smoothed(cinfo)) {
+    jpeg_crop_scanline(cinfo, &crop_x, &crop_width);  // aligns x left
+  } else {
+    crop_x = 0;
+  }
   const int out_width = static_cast<int>(cinfo->output_width);
   out->height = y1 - y0;
   out->width = out_width;
@@ -155,7 +187,13 @@ bool run_decode(Decompressor* decompressor, const Request& request, Outcome* out
     JSAMPROW row = out->pixels.data() + (cinfo->output_scanline - y0) * stride;
     if (jpeg_read_scanlines(cinfo, &row, 1) != 1) break;  // cannot happen with a memory source
   }
-  if (request.read_to_end && y1 < height) {
+  // A progressive JPEG's scans were all read by jpeg_start_decompress (their damage warnings
+  // with them), so only a single-scan one has rows below the region still to entropy-decode.
+  // Skipping them in a progressive one is needless and not safe either: libjpeg-turbo 2.1's
+  // jpeg_skip_scanlines never returns for some of them (e.g. luma sampled 1x4 or 2x4) when the
+  // skip starts after a read.
+  const bool read_rest = request.read_to_end && !cinfo->progressive_mode;
+  if (read_rest && y1 < height) {
     // Skipping to the very end returns at once without reading, so skip all but the last row
     // and decode that one into a spare row past the region.
     if (y1 < height - 1) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(height - 1 - y1));
@@ -164,7 +202,7 @@ bool run_decode(Decompressor* decompressor, const Request& request, Outcome* out
     jpeg_read_scanlines(cinfo, &spare, 1);
     out->pixels.resize(out->pixels.size() - stride);
   }
-  if (request.read_to_end) jpeg_finish_decompress(cinfo);  // reads up to EOI, as the full decode
+  if (read_rest) jpeg_finish_decompress(cinfo);  // reads up to EOI, as the full decode
   jpeg_abort_decompress(cinfo);
   *outcome = Outcome::decoded;
   return true;

@@ -33,8 +33,11 @@ bool is_damage_warning(int msg_code);
 // left edge, one pixel of margin each side) and as tall. A truncated stream is an error as in
 // the full decode, even when the region ends before the cut; a damage warning while the
 // region's rows are read is an error too (rows below the region are not read when the stream
-// ends with its EOI marker, so damage there is not seen). The frame header is checked against
-// max_pixels (<= 0: no limit) before libjpeg allocates anything for the image.
+// ends with its EOI marker, so damage there is not seen; a progressive JPEG's scans are all read
+// first, so any damage in them is seen). The decode is at full width when libjpeg would smooth
+// the blocks of an incomplete progressive JPEG (a crop would change the smoothing at its edges).
+// The frame header is checked against max_pixels (<= 0: no limit) before libjpeg allocates
+// anything for the image.
 Outcome decode(std::string_view bytes, int scale_denom, CropWindow wanted, int64_t max_pixels,
                RgbImage* out, CropWindow* decoded, std::string* message);
 

@@ -2,7 +2,14 @@
 #include <gtest/gtest.h>
 #include <turbojpeg.h>
 
+// clang-format off
+#include <cstdio>  // jpeglib.h needs FILE and size_t first
+#include <jpeglib.h>
+// clang-format on
+
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -123,6 +130,116 @@ TEST(JpegRegion, ProgressiveJpegToo) {
   for (int denom : {1, 2}) {
     for (const CropWindow& crop : kCrops) expect_region_matches_full(jpeg, denom, crop, "prog");
   }
+}
+
+// Under about 16 pixels a side, TurboJPEG's full decode (which picks its scaling factor from the
+// output size) would take a larger factor with the same output size, e.g. 3/8 for a 5x5 image
+// asked at 1/4; the full decode must still be at exactly 1/denom, as the region decode is.
+TEST(JpegRegion, TinyImagesAtEveryScaleToo) {
+  const int kSides[] = {1, 2, 3, 5, 7, 9, 12, 17};
+  for (int height : kSides) {
+    for (int width : kSides) {
+      const RgbImage image = textured_image(height, width, 11);
+      for (int flags : {0, TJFLAG_PROGRESSIVE}) {
+        for (int subsampling : {TJSAMP_420, TJSAMP_422, TJSAMP_444}) {
+          const std::string jpeg = compress(image, subsampling, flags);
+          ASSERT_FALSE(jpeg.empty());
+          const std::string what = std::to_string(height) + "x" + std::to_string(width) +
+                                   " subsampling " + std::to_string(subsampling) + " flags " +
+                                   std::to_string(flags);
+          for (int denom : {2, 4, 8}) {
+            for (int y = 0; y < jpeg_scaled_size(height, denom); ++y) {
+              expect_region_matches_full(jpeg, denom, CropWindow{y, 0, 1, 1000}, what);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A one-pixel window near the right edge of an image one or two pixels wider than a multiple of
+// the iMCU: the crop, aligned left to the iMCU, leaves chroma 1 sample wide, where libjpeg
+// would box-upsample instead of its fancy upsampling unless the crop is widened.
+TEST(JpegRegion, NarrowWindowsAtTheRightEdgeToo) {
+  for (int width : {17, 18, 19, 33, 34}) {
+    const RgbImage image = textured_image(11, width, 13);
+    for (int subsampling : {TJSAMP_420, TJSAMP_422}) {
+      const std::string jpeg = compress(image, subsampling, 0);
+      ASSERT_FALSE(jpeg.empty());
+      const std::string what = "width " + std::to_string(width);
+      for (int denom : {1, 2}) {
+        for (int x = 0; x < jpeg_scaled_size(width, denom); ++x) {
+          expect_region_matches_full(jpeg, denom, CropWindow{3, x, 1, 1}, what);
+        }
+      }
+    }
+  }
+}
+
+// Sampling factors TurboJPEG's compressor cannot write (luma 1x4, chroma 1x2 and 1x1), through
+// libjpeg's own compressor.
+std::string compress_progressive_1x4(const RgbImage& image) {
+  jpeg_compress_struct cinfo;
+  jpeg_error_mgr errors;
+  cinfo.err = jpeg_std_error(&errors);
+  jpeg_create_compress(&cinfo);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&cinfo, &buffer, &size);
+  cinfo.image_width = static_cast<JDIMENSION>(image.width);
+  cinfo.image_height = static_cast<JDIMENSION>(image.height);
+  cinfo.input_components = 3;
+  cinfo.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  const int sampling[3][2] = {{1, 4}, {1, 2}, {1, 1}};
+  for (int c = 0; c < 3; ++c) {
+    cinfo.comp_info[c].h_samp_factor = sampling[c][0];
+    cinfo.comp_info[c].v_samp_factor = sampling[c][1];
+  }
+  jpeg_simple_progression(&cinfo);
+  jpeg_start_compress(&cinfo, TRUE);
+  std::vector<uint8_t> row;
+  while (cinfo.next_scanline < cinfo.image_height) {
+    const uint8_t* first =
+        image.pixels.data() + static_cast<size_t>(cinfo.next_scanline) * image.width * 3;
+    row.assign(first, first + static_cast<size_t>(image.width) * 3);
+    JSAMPROW pointer = row.data();
+    jpeg_write_scanlines(&cinfo, &pointer, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  std::string jpeg(reinterpret_cast<char*>(buffer), size);
+  std::free(buffer);
+  return jpeg;
+}
+
+// Bytes after the end marker make the region decode read the stream to its end. In a
+// progressive JPEG with luma sampled 1x4, libjpeg-turbo 2.1's row skip after a read never
+// returns, so the rows below the region must not be skipped (every scan is read already).
+TEST(JpegRegion, ProgressiveTallSamplingWithTrailingBytesReturns) {
+  const RgbImage image = textured_image(52, 6, 17);
+  const std::string jpeg = compress_progressive_1x4(image) + "trailer";
+  RgbImage region;
+  CropWindow decoded;
+  ASSERT_TRUE(decode_image_region_into(jpeg, 1, CropWindow{19, 0, 11, 6}, &region, &decoded).ok());
+  EXPECT_EQ(decoded, (CropWindow{19, 0, 11, 6}));
+  // The region's rows are those of the whole image decoded by the same decoder.
+  RgbImage whole;
+  ASSERT_TRUE(decode_image_region_into(jpeg, 1, CropWindow{0, 0, 52, 6}, &whole, &decoded).ok());
+  const size_t stride = static_cast<size_t>(6) * 3;
+  EXPECT_TRUE(std::equal(region.pixels.begin(), region.pixels.end(),
+                         whole.pixels.begin() + static_cast<std::ptrdiff_t>(19 * stride)));
+}
+
+// A progressive JPEG cut short is refused too: its damage shows while its scans are read.
+TEST(JpegRegion, TruncatedProgressiveStreamIsAnError) {
+  const std::string jpeg = compress(textured_image(90, 130, 5), TJSAMP_420, TJFLAG_PROGRESSIVE);
+  const std::string cut = jpeg.substr(0, jpeg.size() * 2 / 3);
+  RgbImage region;
+  CropWindow decoded;
+  EXPECT_FALSE(decode_image(cut).ok());
+  EXPECT_FALSE(decode_image_region_into(cut, 1, CropWindow{0, 0, 8, 8}, &region, &decoded).ok());
 }
 
 // The stream is cut inside its scan: decoding a region above the cut is still an error, as the
