@@ -8,7 +8,6 @@
 // call gets the harness's pixel limit (image_limits.h), which the decoders apply from the header
 // before allocating: an image claiming more must be refused, never decoded.
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
 #include "data/image_codec.h"
@@ -37,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool over_limit = ic::fuzz::claimed_pixels(image) > limit;
   // A decode that succeeds on an image over the limit broke the decoders' promise.
   auto check_refused = [&](bool ok) {
-    if (ok && over_limit) std::abort();
+    if (ok && over_limit) ic::fuzz::check_failed("decoded an image over the pixel limit");
   };
 
   switch (call) {
@@ -45,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ic::Result<ic::RgbImage> full = ic::decode_image(image, scale_denom, limit);
       check_refused(full.ok());
       if (full.ok() && full->pixels.size() != static_cast<size_t>(full->height) * full->width * 3) {
-        std::abort();
+        ic::fuzz::check_failed("full decode: pixel count is not height * width * 3");
       }
       break;
     }
@@ -58,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!ok) break;
       if (region.height != decoded.height || region.width != decoded.width ||
           region.pixels.size() != static_cast<size_t>(region.height) * region.width * 3) {
-        std::abort();
+        ic::fuzz::check_failed("region decode: size disagrees with the decoded window");
       }
       // The region is a window of the full decode at the same scale (PNGs: full size).
       const bool png = ic::sniff_image_format(image) == ic::ImageFormat::png;
@@ -66,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!full.ok()) break;  // the full decode reads to the end and may fail where a crop did not
       if (decoded.y < 0 || decoded.x < 0 || decoded.y + decoded.height > full->height ||
           decoded.x + decoded.width > full->width) {
-        std::abort();
+        ic::fuzz::check_failed("region decode: decoded window outside the full image");
       }
       for (int y = 0; y < decoded.height; ++y) {
         const uint8_t* want = full->pixels.data() +
@@ -77,7 +76,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (int x = 0; x < decoded.width; ++x) {
           const int column = decoded.x + x;
           if (column < wanted.x || column >= wanted.x + wanted.width) continue;
-          if (std::memcmp(want + 3 * x, got + 3 * x, 3) != 0) std::abort();
+          if (std::memcmp(want + 3 * x, got + 3 * x, 3) != 0) {
+            ic::fuzz::check_failed("region decode: a wanted pixel differs from the full decode");
+          }
         }
       }
       break;
@@ -86,13 +87,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ic::Result<ic::PreparedImage> prepared = ic::prepare_image(image, (data[0] & 16) != 0, limit);
       check_refused(prepared.ok());
       if (prepared.ok() && ic::sniff_image_format(prepared->encoded) != ic::ImageFormat::jpeg) {
-        std::abort();  // what goes into a record is always a JPEG
+        ic::fuzz::check_failed("prepare_image: what goes into a record must be a JPEG");
       }
       break;
     }
     default: {
       ic::Result<ic::JpegHeader> header = ic::read_jpeg_header(image);
-      if (header.ok() && (header->height <= 0 || header->width <= 0)) std::abort();
+      if (header.ok() && (header->height <= 0 || header->width <= 0)) {
+        ic::fuzz::check_failed("JPEG header: accepted a size that is not positive");
+      }
       break;
     }
   }

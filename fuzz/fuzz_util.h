@@ -54,6 +54,13 @@ inline std::string write_scratch_file(const std::string& relative, std::string_v
   return path;
 }
 
+// A harness's own check failed: says which before the abort, since libFuzzer's report shows
+// only the line of the abort.
+[[noreturn]] inline void check_failed(const char* what) {
+  std::fprintf(stderr, "ic_fuzz: check failed: %s\n", what);
+  std::abort();
+}
+
 inline std::string_view as_view(const uint8_t* data, size_t size) {
   return std::string_view(reinterpret_cast<const char*>(data), size);
 }
