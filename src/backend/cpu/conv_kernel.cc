@@ -162,26 +162,6 @@ class ConvKernel final : public OpKernel {
     return !d_.training && d_.constant_weights && fwd_pd_.weights_desc() != w_hwio_md_;
   }
 
-  // The converted copy of the constant weights at `source`: the one another kernel of this
-  // backend already made of the same slice in the same format, else a new one.
-  std::shared_ptr<ConvertedWeights> converted_weights(const void* source) {
-    const memory::desc format = fwd_pd_.weights_desc();
-    auto& shared = ctx_.converted_weights;
-    std::erase_if(shared, [](const auto& entry) { return entry.expired(); });
-    if (share_weights_) {
-      for (const auto& entry : shared) {
-        std::shared_ptr<ConvertedWeights> known = entry.lock();
-        if (known && known->source == source && known->format == format) return known;
-      }
-    }
-    auto made = std::make_shared<ConvertedWeights>();
-    made->source = source;
-    made->format = format;
-    made->data = aligned_buffer(format.get_size());
-    if (share_weights_) shared.push_back(made);
-    return made;
-  }
-
   // Creates the primitives: forward (with the ReLU or activation post-op when fused), and for
   // training the two backward ones.
   void build() {
@@ -262,7 +242,9 @@ class ConvKernel final : public OpKernel {
     memory w_fwd = w_hwio;
     if (keeps_weights()) {
       // Converted at the first forward, when the values are there.
-      converted_ = converted_weights(b.params[0]);
+      const memory::desc format = fwd_pd_.weights_desc();
+      converted_ =
+          converted_weights(ctx_, b.params[0], format, "", format.get_size(), share_weights_);
       w_fwd = memory(fwd_pd_.weights_desc(), eng, converted_->data.get());
       weight_steps_.push_back(reorder_step(w_hwio, w_fwd));
     } else if (d_.training || !d_.constant_weights) {
@@ -535,7 +517,7 @@ Result<DType> timed_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {
   // A depthwise layer's bf16 side is depthwise_bf16_kernel.cc's loop, not a oneDNN plan.
   TimedPlan in_bf16;
   if (depthwise_bf16_applies(d)) {
-    in_bf16.seconds = time_forward(*make_depthwise_bf16(d), d, ctx);
+    in_bf16.seconds = time_forward(*make_depthwise_bf16(d, ctx, false), d, ctx);
   } else {
     IC_ASSIGN_OR_RETURN(in_bf16, fastest_plan(d, ctx, {dt::bf16}));
   }
@@ -627,7 +609,7 @@ Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& 
     if (conv_timing_enabled(d)) {
       IC_ASSIGN_OR_RETURN(type, timed_compute_type(d, ctx));
     }
-    if (type == DType::bf16) return make_depthwise_bf16(d);
+    if (type == DType::bf16) return make_depthwise_bf16(d, ctx);
   }
   if (!conv_timing_enabled(d)) return std::unique_ptr<OpKernel>(default_kernel(d, ctx));
   IC_ASSIGN_OR_RETURN(const ConvPlan plan, timed_plan(d, ctx));

@@ -20,6 +20,29 @@ AlignedBuffer aligned_buffer(size_t bytes) {
   return AlignedBuffer(bytes == 0 ? nullptr : std::aligned_alloc(64, align64(bytes)));
 }
 
+std::shared_ptr<ConvertedWeights> converted_weights(DnnlContext& ctx, const void* source,
+                                                    const dnnl::memory::desc& format,
+                                                    const char* packing, size_t bytes, bool share) {
+  auto& shared = ctx.converted_weights;
+  std::erase_if(shared, [](const auto& entry) { return entry.expired(); });
+  if (share) {
+    for (const auto& entry : shared) {
+      std::shared_ptr<ConvertedWeights> known = entry.lock();
+      if (known && known->source == source && known->format == format &&
+          std::strcmp(known->packing, packing) == 0) {
+        return known;
+      }
+    }
+  }
+  auto made = std::make_shared<ConvertedWeights>();
+  made->source = source;
+  made->format = format;
+  made->packing = packing;
+  made->data = aligned_buffer(bytes);
+  if (share) shared.push_back(made);
+  return made;
+}
+
 namespace {
 
 // Runs body(begin, end) over [0, count) in one contiguous chunk per thread, so the inner

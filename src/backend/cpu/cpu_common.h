@@ -48,11 +48,13 @@ using AlignedBuffer = std::unique_ptr<void, AlignedFree>;
 AlignedBuffer aligned_buffer(size_t bytes);
 
 // Constant convolution weights (Conv2dDesc::constant_weights) converted from the arena slice
-// at `source` into a primitive's `format`, once; shared by the kernels of every graph that
-// reads the same slice in the same format (an inference graph per batch size).
+// at `source` into a primitive's `format`, or into the layout `packing` names for our own loops
+// (format then unused), once; shared by the kernels of every graph that reads the same slice
+// in the same layout (an inference graph per batch size).
 struct ConvertedWeights {
   const void* source = nullptr;
   dnnl::memory::desc format;
+  const char* packing = "";  // "": format is a oneDNN format
   AlignedBuffer data;
   bool ready = false;  // converted (at the first forward of any of its kernels)
 };
@@ -77,6 +79,13 @@ struct DnnlContext {
   bool bf16_training_convolutions = native_bf16 && bf16_outpaces_f32();
   std::vector<std::weak_ptr<ConvertedWeights>> converted_weights;
 };
+
+// The converted copy of the constant weights at `source` in `format` or `packing`: the one
+// another kernel of this backend already made, else a new one of `bytes`, which other kernels
+// find unless `share` is false (timing runs bind scratch buffers that go away).
+std::shared_ptr<ConvertedWeights> converted_weights(DnnlContext& ctx, const void* source,
+                                                    const dnnl::memory::desc& format,
+                                                    const char* packing, size_t bytes, bool share);
 
 // NHWC activation [N,H,W,C] as oneDNN sees it (logical NCHW dims, physical nhwc).
 inline dnnl::memory::desc nhwc_md(const Shape& s, dt type = dt::f32) {
@@ -242,7 +251,9 @@ void append_fused_activation(dnnl::post_ops& post, bool relu, std::optional<Acti
 // whether `d` is one, and its kernel, which make_conv2d uses in place of oneDNN's where the CPU
 // has bf16 convolutions.
 bool depthwise_bf16_applies(const Conv2dDesc& d);
-std::unique_ptr<OpKernel> make_depthwise_bf16(const Conv2dDesc& d);
+// share_weights: false for a kernel timed on scratch buffers (converted_weights).
+std::unique_ptr<OpKernel> make_depthwise_bf16(const Conv2dDesc& d, DnnlContext& ctx,
+                                              bool share_weights = true);
 // int8 layers (ops.h's Int8Conv; int8_kernels.cc): make_conv2d / make_dense call these when the
 // desc's `int8` is set, after checking the shapes.
 Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlContext& ctx);

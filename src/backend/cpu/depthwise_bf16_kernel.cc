@@ -6,6 +6,7 @@
 // output rounded in another pass. On a 2-core AMX Xeon those casts took 15% of EfficientNet-B0's
 // bf16 inference at batch 32, around depthwise layers kept in float32 because they ran faster
 // there.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,28 +30,35 @@ DepthwiseActivation depthwise_activation(const Conv2dDesc& d) {
 
 class DepthwiseBf16Kernel final : public OpKernel {
  public:
-  explicit DepthwiseBf16Kernel(const Conv2dDesc& d)
-      : d_(d), out_(d.output()), activation_(depthwise_activation(d)) {
+  DepthwiseBf16Kernel(const Conv2dDesc& d, DnnlContext& ctx, bool share_weights)
+      : d_(d),
+        ctx_(ctx),
+        share_weights_(share_weights),
+        out_(d.output()),
+        activation_(depthwise_activation(d)),
+        zero_bias_(static_cast<size_t>(d.out_channels), 0.f) {
     const Pads pads = tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h,
                               d.stride_w, d.padding);
     geometry_ = {d.input.h(), d.input.w(), d.input.c(), out_.w(), d.kernel_h,
                  d.kernel_w,  d.stride_h,  d.stride_w,  pads.top, pads.left};
-    packed_weights_.resize(static_cast<size_t>(d.weight_count()));
-    packed_bias_.assign(static_cast<size_t>(d.out_channels), 0.f);  // zeros without a bias
   }
   BackwardReads backward_reads() const override { return {false, false}; }
   std::string implementation() const override { return "ic:depthwise f32 sums nhwc bf16"; }
   Status bind(const OpBindings& b) override {
     IC_RETURN_IF_ERROR(check_bindings("depthwise conv2d", b, 1, 1, d_.has_bias ? 2 : 1, 0));
     b_ = b;
-    packed_ = false;  // other weights, maybe
+    weights_ = Packed(kTapsChannels, d_.weight_count() / d_.out_channels, b.params[0]);
+    bias_ = d_.has_bias ? Packed(kChannels, 1, b.params[1]) : Packed();
+    if (d_.constant_weights) {  // an inference graph's folded weights: packed once, shared
+      share(weights_);
+      share(bias_);
+    }
     return Status();
   }
   void forward(const StepContext&) override {
-    if (!packed_ || !d_.constant_weights) pack();
     const auto* x = static_cast<const uint16_t*>(b_.inputs[0]);
-    const float* w = packed_weights_.data();
-    const float* bias = packed_bias_.data();
+    const float* w = packed(weights_);
+    const float* bias = d_.has_bias ? packed(bias_) : zero_bias_.data();
     auto* y = static_cast<uint16_t*>(b_.outputs[0]);
     const int64_t rows = out_.h(), image_in = d_.input.h() * d_.input.w() * d_.input.c();
     const int64_t row_out = out_.w() * out_.c();
@@ -63,23 +71,55 @@ class DepthwiseBf16Kernel final : public OpKernel {
   void backward(const StepContext&) override {}  // forward only (depthwise_bf16_applies)
 
  private:
-  // The weights and bias in the loops' order (pack_depthwise): once for constant weights (an
-  // inference graph's folded ones), else at every forward.
-  void pack() {
-    const int64_t channels = d_.out_channels;
-    pack_depthwise(static_cast<const float*>(b_.params[0]), d_.weight_count() / channels, channels,
-                   packed_weights_.data());
-    if (d_.has_bias)
-      pack_depthwise(static_cast<const float*>(b_.params[1]), 1, channels, packed_bias_.data());
-    packed_ = true;
+  // The names of pack_depthwise's layouts in the backend's shared converted weights.
+  static constexpr const char* kTapsChannels = "ic:depthwise taps x channels";
+  static constexpr const char* kChannels = "ic:depthwise channels";
+
+  // A parameter in the loops' order (pack_depthwise): packed at every forward into `own`, or,
+  // for constant weights, once into `shared`, which the kernels of other graphs reading the
+  // same parameter reuse (DnnlContext::converted_weights).
+  struct Packed {
+    Packed() = default;
+    Packed(const char* layout, int64_t taps, const void* natural)
+        : layout(layout), taps(taps), natural(static_cast<const float*>(natural)) {}
+    const char* layout = "";
+    int64_t taps = 0;
+    const float* natural = nullptr;
+    std::shared_ptr<ConvertedWeights> shared;
+    std::vector<float> own;
+  };
+
+  size_t packed_bytes(const Packed& p) const {
+    return static_cast<size_t>(p.taps * d_.out_channels) * sizeof(float);
+  }
+
+  void share(Packed& p) {
+    if (p.natural == nullptr) return;
+    p.shared = converted_weights(ctx_, p.natural, {}, p.layout, packed_bytes(p), share_weights_);
+  }
+
+  const float* packed(Packed& p) {
+    if (p.shared) {
+      auto* data = static_cast<float*>(p.shared->data.get());
+      if (!p.shared->ready) {
+        pack_depthwise(p.natural, p.taps, d_.out_channels, data);
+        p.shared->ready = true;
+      }
+      return data;
+    }
+    p.own.resize(packed_bytes(p) / sizeof(float));
+    pack_depthwise(p.natural, p.taps, d_.out_channels, p.own.data());
+    return p.own.data();
   }
 
   Conv2dDesc d_;
+  DnnlContext& ctx_;
+  bool share_weights_;
   Shape out_;
   DepthwiseActivation activation_;
   DepthwiseGeometry geometry_;
-  std::vector<float> packed_weights_, packed_bias_;
-  bool packed_ = false;
+  std::vector<float> zero_bias_;  // without a bias
+  Packed weights_, bias_;
   OpBindings b_;
 };
 
@@ -90,8 +130,9 @@ bool depthwise_bf16_applies(const Conv2dDesc& d) {
          d.compute == DType::bf16;
 }
 
-std::unique_ptr<OpKernel> make_depthwise_bf16(const Conv2dDesc& d) {
-  return std::make_unique<DepthwiseBf16Kernel>(d);
+std::unique_ptr<OpKernel> make_depthwise_bf16(const Conv2dDesc& d, DnnlContext& ctx,
+                                              bool share_weights) {
+  return std::make_unique<DepthwiseBf16Kernel>(d, ctx, share_weights);
 }
 
 }  // namespace ic::cpu
