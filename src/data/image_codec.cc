@@ -83,15 +83,16 @@ Status decode_result(tjhandle handle, int rc, std::string_view bytes, const char
 // factors (2/1, 15/8, ..., 1/8) whose output fits. For an image under about 16 pixels a side
 // a larger factor can give the same size as 1/scale_denom (a 5x5 image is 2x2 at both 3/8 and
 // 1/4), and TurboJPEG would decode at that factor instead: other pixels than the region decode
-// (jpeg_region.h), which sets the scale itself. Whether TurboJPEG takes exactly 1/scale_denom:
-bool turbojpeg_takes_scale(const JpegHeader& header, int scale_denom) {
-  const int height = jpeg_scaled_size(header.height, scale_denom);
-  const int width = jpeg_scaled_size(header.width, scale_denom);
+// (jpeg_region.h), which sets the scale itself. Whether TurboJPEG takes exactly 1/scale_denom
+// for an output of `scaled` (the header's size at 1/scale_denom):
+bool turbojpeg_takes_scale(const JpegHeader& header, int scale_denom, ImageDimensions scaled) {
+  if (scale_denom == 1) return true;  // no larger factor fits the full size
   int count = 0;
   const tjscalingfactor* factors = tjGetScalingFactors(&count);
   for (int i = 0; factors != nullptr && i < count; ++i) {
     const tjscalingfactor factor = factors[i];
-    if (TJSCALED(header.width, factor) <= width && TJSCALED(header.height, factor) <= height) {
+    if (TJSCALED(header.width, factor) <= scaled.width &&
+        TJSCALED(header.height, factor) <= scaled.height) {
       return factor.num * scale_denom == factor.denom;
     }
   }
@@ -121,22 +122,21 @@ Status decode_jpeg_into(std::string_view bytes, int scale_denom, RgbImage* out,
   }
   IC_ASSIGN_OR_RETURN(const JpegHeader header, read_jpeg_header(bytes));
   IC_RETURN_IF_ERROR(check_pixel_limit(ImageDimensions{header.height, header.width}, max_pixels));
-  if (!turbojpeg_takes_scale(header, scale_denom)) {
+  const int height = jpeg_scaled_size(header.height, scale_denom);
+  const int width = jpeg_scaled_size(header.width, scale_denom);
+  if (!turbojpeg_takes_scale(header, scale_denom, ImageDimensions{height, width})) {
     // A tiny image. CMYK ones (the region decoder is RGB only) go on to TurboJPEG's nearest
     // factor: same size, slightly other pixels, the same as their region decode, which falls
     // back to this function.
-    const CropWindow everything{0, 0, INT_MAX / 2, INT_MAX / 2};
     CropWindow decoded;
     jpeg_region::Outcome outcome = jpeg_region::Outcome::failed;
-    IC_RETURN_IF_ERROR(
-        decode_jpeg_region(bytes, scale_denom, everything, max_pixels, out, &decoded, &outcome));
+    IC_RETURN_IF_ERROR(decode_jpeg_region(bytes, scale_denom, CropWindow{0, 0, height, width},
+                                          max_pixels, out, &decoded, &outcome));
     if (outcome == jpeg_region::Outcome::decoded) return Status();
   }
   const TjHandle owned_handle = new_decompressor();
   tjhandle handle = owned_handle.get();
   if (handle == nullptr) return error("cannot create a TurboJPEG decompressor");
-  const int height = jpeg_scaled_size(header.height, scale_denom);
-  const int width = jpeg_scaled_size(header.width, scale_denom);
   // TensorFlow's decode_jpeg uses libjpeg's fast integer IDCT (JDCT_IFAST) by default.
   const int flags = TJFLAG_FASTDCT;
   out->height = height;

@@ -168,13 +168,10 @@ bool run_decode(Decompressor* decompressor, const Request& request, Outcome* out
     x1 = std::min(width, x0 + kMinCropWidth);
     x0 = std::max(0, x1 - kMinCropWidth);
   }
-  JDIMENSION crop_x = static_cast<JDIMENSION>(x0);
+  const bool crop = (x0 > 0 || x1 < width) && !blocks_will_be_smoothed(cinfo);
+  JDIMENSION crop_x = crop ? static_cast<JDIMENSION>(x0) : 0;
   JDIMENSION crop_width = static_cast<JDIMENSION>(x1 - x0);
-  if ((x0 > 0 || x1 < width) && !blocks_will_be_smoothed(cinfo)) {
-    jpeg_crop_scanline(cinfo, &crop_x, &crop_width);  // aligns x left
-  } else {
-    crop_x = 0;
-  }
+  if (crop) jpeg_crop_scanline(cinfo, &crop_x, &crop_width);  // aligns x left
   const int out_width = static_cast<int>(cinfo->output_width);
   out->height = y1 - y0;
   out->width = out_width;

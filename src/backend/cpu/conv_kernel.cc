@@ -245,7 +245,7 @@ class ConvKernel final : public OpKernel {
       const memory::desc format = fwd_pd_.weights_desc();
       converted_ =
           converted_weights(ctx_, b.params[0], format, "", format.get_size(), share_weights_);
-      w_fwd = memory(fwd_pd_.weights_desc(), eng, converted_->data.get());
+      w_fwd = memory(format, eng, converted_->data.get());
       weight_steps_.push_back(reorder_step(w_hwio, w_fwd));
     } else if (d_.training || !d_.constant_weights) {
       w_fwd = memory(fwd_pd_.weights_desc(), eng, w_region);

@@ -7,6 +7,7 @@
 // bf16 inference at batch 32, around depthwise layers kept in float32 because they ran faster
 // there.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,7 @@ class DepthwiseBf16Kernel final : public OpKernel {
         share_weights_(share_weights),
         out_(d.output()),
         activation_(depthwise_activation(d)),
-        zero_bias_(static_cast<size_t>(d.out_channels), 0.f) {
+        zero_bias_(d.has_bias ? 0 : static_cast<size_t>(d.out_channels), 0.f) {
     const Pads pads = tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h,
                               d.stride_w, d.padding);
     geometry_ = {d.input.h(), d.input.w(), d.input.c(), out_.w(), d.kernel_h,
@@ -47,18 +48,20 @@ class DepthwiseBf16Kernel final : public OpKernel {
   Status bind(const OpBindings& b) override {
     IC_RETURN_IF_ERROR(check_bindings("depthwise conv2d", b, 1, 1, d_.has_bias ? 2 : 1, 0));
     b_ = b;
-    weights_ = Packed(kTapsChannels, d_.weight_count() / d_.out_channels, b.params[0]);
-    bias_ = d_.has_bias ? Packed(kChannels, 1, b.params[1]) : Packed();
+    const int64_t channels = d_.out_channels;
+    weights_.emplace(kTapsChannels, d_.weight_count() / channels, channels, b.params[0]);
+    bias_.reset();
+    if (d_.has_bias) bias_.emplace(kChannels, 1, channels, b.params[1]);
     if (d_.constant_weights) {  // an inference graph's folded weights: packed once, shared
-      share(weights_);
-      share(bias_);
+      share(*weights_);
+      if (bias_) share(*bias_);
     }
     return Status();
   }
   void forward(const StepContext&) override {
     const auto* x = static_cast<const uint16_t*>(b_.inputs[0]);
-    const float* w = packed(weights_);
-    const float* bias = d_.has_bias ? packed(bias_) : zero_bias_.data();
+    const float* w = weights_->get();
+    const float* bias = bias_ ? bias_->get() : zero_bias_.data();
     auto* y = static_cast<uint16_t*>(b_.outputs[0]);
     const int64_t rows = out_.h(), image_in = d_.input.h() * d_.input.w() * d_.input.c();
     const int64_t row_out = out_.w() * out_.c();
@@ -79,37 +82,36 @@ class DepthwiseBf16Kernel final : public OpKernel {
   // for constant weights, once into `shared`, which the kernels of other graphs reading the
   // same parameter reuse (DnnlContext::converted_weights).
   struct Packed {
-    Packed() = default;
-    Packed(const char* layout, int64_t taps, const void* natural)
-        : layout(layout), taps(taps), natural(static_cast<const float*>(natural)) {}
-    const char* layout = "";
-    int64_t taps = 0;
-    const float* natural = nullptr;
+    Packed(const char* layout, int64_t taps, int64_t channels, const void* natural)
+        : layout(layout),
+          taps(taps),
+          channels(channels),
+          natural(static_cast<const float*>(natural)) {}
+    const char* layout;
+    int64_t taps, channels;
+    const float* natural;
     std::shared_ptr<ConvertedWeights> shared;
     std::vector<float> own;
-  };
 
-  size_t packed_bytes(const Packed& p) const {
-    return static_cast<size_t>(p.taps * d_.out_channels) * sizeof(float);
-  }
-
-  void share(Packed& p) {
-    if (p.natural == nullptr) return;
-    p.shared = converted_weights(ctx_, p.natural, {}, p.layout, packed_bytes(p), share_weights_);
-  }
-
-  const float* packed(Packed& p) {
-    if (p.shared) {
-      auto* data = static_cast<float*>(p.shared->data.get());
-      if (!p.shared->ready) {
-        pack_depthwise(p.natural, p.taps, d_.out_channels, data);
-        p.shared->ready = true;
+    size_t count() const { return static_cast<size_t>(taps * channels); }
+    const float* get() {
+      if (!shared) {
+        own.resize(count());
+        pack_depthwise(natural, taps, channels, own.data());
+        return own.data();
+      }
+      auto* data = static_cast<float*>(shared->data.get());
+      if (!shared->ready) {
+        pack_depthwise(natural, taps, channels, data);
+        shared->ready = true;
       }
       return data;
     }
-    p.own.resize(packed_bytes(p) / sizeof(float));
-    pack_depthwise(p.natural, p.taps, d_.out_channels, p.own.data());
-    return p.own.data();
+  };
+
+  void share(Packed& p) {
+    p.shared =
+        converted_weights(ctx_, p.natural, {}, p.layout, p.count() * sizeof(float), share_weights_);
   }
 
   Conv2dDesc d_;
@@ -118,8 +120,8 @@ class DepthwiseBf16Kernel final : public OpKernel {
   Shape out_;
   DepthwiseActivation activation_;
   DepthwiseGeometry geometry_;
-  std::vector<float> zero_bias_;  // without a bias
-  Packed weights_, bias_;
+  std::vector<float> zero_bias_;          // without a bias
+  std::optional<Packed> weights_, bias_;  // set by bind; no bias_ without a bias
   OpBindings b_;
 };
 
