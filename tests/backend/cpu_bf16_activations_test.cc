@@ -452,48 +452,120 @@ TEST(CpuBf16Activations, TrainingConvolutionsComputeAsTheRuleSays) {
   }
 }
 
-// One training convolution with bf16 activations against the reference: y within bf16's
-// rounding, the f32 gradients within 1e-4 relative (the sums run in f32 either way).
-void train_one_bf16_convolution(const Shape& input, int64_t filters, int k, int stride,
-                                Padding padding) {
-  SCOPED_TRACE(input.str() + " " + std::to_string(filters) + " filters " + std::to_string(k) + "x" +
-               std::to_string(k) + " stride " + std::to_string(stride));
+// One training convolution computing in bf16 against the reference: y within bf16's rounding,
+// the f32 gradients within 1e-4 relative (the sums run in f32 either way). The activations are
+// bf16 unless `activations` says f32 (then x is converted inside, y written in f32).
+struct TrainedConv {
+  Shape input;
+  int64_t filters;
+  int kh, kw, stride;
+  Padding padding;
+  bool bias = true;
+  DType activations = DType::bf16;
+};
+
+void train_one_bf16_convolution(const TrainedConv& c) {
+  SCOPED_TRACE(c.input.str() + " " + std::to_string(c.filters) + " filters " +
+               std::to_string(c.kh) + "x" + std::to_string(c.kw) + " stride " +
+               std::to_string(c.stride) + (c.bias ? " bias" : "") + " in " +
+               dtype_name(c.activations));
+  const Shape& input = c.input;
+  const int64_t filters = c.filters;
   auto backend = cpu_backend();
   Conv2dDesc d;
   d.input = input;
   d.out_channels = filters;
-  d.kernel_h = d.kernel_w = k;
-  d.stride_h = d.stride_w = stride;
-  d.padding = padding;
-  d.has_bias = true;
+  d.kernel_h = c.kh;
+  d.kernel_w = c.kw;
+  d.stride_h = d.stride_w = c.stride;
+  d.padding = c.padding;
+  d.has_bias = c.bias;
   d.compute = DType::bf16;
-  d.activations = DType::bf16;
+  d.activations = c.activations;
   const Vec x = rounded_to_bf16(random_vec(d.input.numel(), 23));
   const Vec w = rounded_to_bf16(random_vec(size_t(d.weight_count()), 24));
-  const Vec bias = random_vec(size_t(filters), 25);
+  const Vec bias = c.bias ? random_vec(size_t(filters), 25) : Vec(size_t(filters), 0.f);
   const Vec expected = ref::conv2d_forward(d, x, w, bias);
   const Vec dy = rounded_to_bf16(random_vec(expected.size(), 26));
   const ref::ConvGrads grads = ref::conv2d_backward(d, x, w, dy);
   Bf16Run run(*backend, d);
-  auto r = run.run({x}, DType::bf16, {w, bias}, {}, {expected.size()}, DType::bf16, {dy});
+  std::vector<Vec> params{w};
+  if (c.bias) params.push_back(bias);
+  auto r = run.run({x}, c.activations, params, {}, {expected.size()}, c.activations, {dy});
   ASSERT_EQ(r.outputs.size(), 1u);
   ASSERT_EQ(r.input_grads.size(), 1u);
-  ASSERT_EQ(r.param_grads.size(), 2u);
-  const double sum_bound = kBf16Rounding * k * k * static_cast<double>(input.c());
-  expect_within(r.outputs[0], expected, 1e-4 + sum_bound, kBf16Rounding, "conv y");
+  ASSERT_EQ(r.param_grads.size(), params.size());
+  const double sum_bound = kBf16Rounding * c.kh * c.kw * static_cast<double>(input.c());
+  const double y_rounding = c.activations == DType::bf16 ? kBf16Rounding : 0;
+  expect_within(r.outputs[0], expected, 1e-4 + sum_bound, y_rounding, "conv y");
   expect_within(r.input_grads[0], grads.dx, 1e-4, 1e-4, "conv dx");
   expect_within(r.param_grads[0], grads.dw, 1e-4, 1e-4, "conv dw");
-  expect_within(r.param_grads[1], grads.db, 1e-4, 1e-4, "conv db");
+  if (c.bias) expect_within(r.param_grads[1], grads.db, 1e-4, 1e-4, "conv db");
 }
+
+// The convolutions of train_one_bf16_convolution's test: each backward form (oneDNN's own, the
+// pointwise matrix products, the flipped forward convolution) with and without a bias, odd
+// sizes and channel counts, SAME and VALID, square and one-axis kernels.
+const TrainedConv kTrainedConvs[] = {
+    {{2, 7, 6, 5}, 6, 3, 3, 1, Padding::same},
+    {{2, 9, 9, 32}, 64, 1, 1, 1, Padding::same},
+    {{2, 17, 17, 48}, 40, 3, 3, 2, Padding::valid},
+    {{2, 37, 37, 32}, 32, 3, 3, 1, Padding::same},
+    {{3, 5, 7, 13}, 11, 1, 1, 1, Padding::valid, false},
+    {{2, 6, 5, 19}, 21, 1, 1, 1, Padding::same, true, DType::f32},
+    {{2, 9, 8, 24}, 20, 7, 1, 1, Padding::same, false},
+    {{2, 8, 9, 20}, 24, 1, 7, 1, Padding::same, false},
+    {{2, 11, 10, 16}, 8, 5, 5, 1, Padding::valid},
+    {{2, 9, 11, 17}, 15, 3, 3, 1, Padding::same, true, DType::f32},
+};
 
 TEST(CpuBf16Activations, ConvolutionTrainsWithFloat32Gradients) {
   for (const char* mode : {"bf16", "f32"}) {
     SCOPED_TRACE(std::string("IC_BF16_TRAINING_CONVS=") + mode);
     const ScopedTrainingConvs scoped(mode);
-    train_one_bf16_convolution({2, 7, 6, 5}, 6, 3, 1, Padding::same);
-    train_one_bf16_convolution({2, 9, 9, 32}, 64, 1, 1, Padding::same);
-    train_one_bf16_convolution({2, 17, 17, 48}, 40, 3, 2, Padding::valid);
-    train_one_bf16_convolution({2, 37, 37, 32}, 32, 3, 1, Padding::same);
+    for (const TrainedConv& c : kTrainedConvs) train_one_bf16_convolution(c);
+  }
+}
+
+// Where a training convolution computes in bf16 on NHWC, a pointwise one takes its gradients
+// from matrix products and any other stride-1 one its data gradient from a forward convolution
+// (oneDNN 2.6's brgemm kernels); strided ones, and all in float32, keep oneDNN's backward.
+TEST(CpuBf16Activations, TrainingConvolutionsTakeTheirBackwardFormsByRule) {
+  struct Case {
+    int kh, kw, stride;
+    const char* in_bf16;  // the implementation's backward form when computing in bf16
+  };
+  const Case cases[] = {
+      {1, 1, 1, " matmul-gradients"},
+      {3, 3, 1, " forward-dx"},
+      {1, 7, 1, " forward-dx"},
+      {3, 3, 2, nullptr},
+      {1, 1, 2, nullptr},
+  };
+  for (const char* mode : {"bf16", "f32"}) {
+    const ScopedTrainingConvs scoped(mode);
+    auto backend = cpu_backend();
+    if (!backend->has_native_bf16()) GTEST_SKIP() << kNoBf16Kernels;
+    for (const Case& c : cases) {
+      Conv2dDesc d;
+      d.input = Shape{2, 9, 9, 16};
+      d.out_channels = 32;
+      d.kernel_h = c.kh;
+      d.kernel_w = c.kw;
+      d.stride_h = d.stride_w = c.stride;
+      d.compute = DType::bf16;
+      d.activations = DType::bf16;
+      d.training = true;
+      auto kernel = backend->compile(d);
+      ASSERT_TRUE(kernel.ok()) << kernel.status().message();
+      const std::string how = (*kernel)->implementation();
+      const bool bf16 = std::string_view(mode) == "bf16";
+      for (const char* form : {" matmul-gradients", " forward-dx"}) {
+        const bool expected = bf16 && c.in_bf16 != nullptr && std::string_view(form) == c.in_bf16;
+        EXPECT_EQ(how.find(form) != std::string::npos, expected)
+            << mode << " " << c.kh << "x" << c.kw << " stride " << c.stride << ": " << how;
+      }
+    }
   }
 }
 

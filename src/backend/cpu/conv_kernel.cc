@@ -19,6 +19,11 @@
 //     scratch buffers (two runs, the faster one counts), once per shape per backend; later
 //     convs of the same shape reuse the answer.
 //
+// Training convolutions computing in bf16 on NHWC take their gradients by other primitives where
+// oneDNN 2.6 has brgemm kernels for those and not for its convolution backward: pointwise ones by
+// matmul (pointwise_grads.h), other stride-1 ones their data gradient by a forward convolution
+// (flipped_data_grad.h).
+//
 // Workspace layout: [oneDNN scratchpad (largest of the primitives)] [x internal]
 // [y / dy internal] [weights in the primitive's format, unless constant] [dw in the
 // primitive's format]. Backward runs weights before data so dx's internal copy can reuse x's
@@ -31,12 +36,15 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "backend/cpu/bf16_choice.h"
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/flipped_data_grad.h"
+#include "backend/cpu/pointwise_grads.h"
 
 namespace ic::cpu {
 namespace {
@@ -95,9 +103,17 @@ class ConvKernel final : public OpKernel {
     if (fwd_pd_.src_desc() != x_md_) x_bytes = fwd_pd_.src_desc().get_size();
     if (fwd_pd_.dst_desc() != y_md_) y_bytes = fwd_pd_.dst_desc().get_size();
     size_t w_bytes = keeps_weights() ? 0 : fwd_pd_.weights_desc().get_size();
-    if (d.training) {
+    if (d.training && pointwise_) {
+      scratch = std::max(scratch, pointwise_->scratchpad_bytes());
+      if (pointwise_->dy_desc() != dy_md_)
+        y_bytes = std::max(y_bytes, pointwise_->dy_desc().get_size());
+      if (d.needs_input_grad) w_bytes = std::max(w_bytes, pointwise_->weights_bytes());
+    } else if (d.training) {
       scratch = std::max(scratch, bwd_weights_pd_.scratchpad_desc().get_size());
-      if (d.needs_input_grad) {
+      if (flipped_) {
+        scratch = std::max(scratch, flipped_->scratchpad_bytes());
+        w_bytes = std::max(w_bytes, flipped_->weights_bytes());
+      } else if (d.needs_input_grad) {
         scratch = std::max(scratch, bwd_data_pd_.scratchpad_desc().get_size());
         if (bwd_data_pd_.diff_src_desc() != dx_md_)
           x_bytes = std::max(x_bytes, bwd_data_pd_.diff_src_desc().get_size());
@@ -120,8 +136,10 @@ class ConvKernel final : public OpKernel {
   BackwardReads backward_reads() const override { return {true, false}; }
   std::string implementation() const override {
     const bool nhwc = fwd_pd_.src_desc() == memory::desc(x_md_.dims(), plan_.compute, tag::nhwc);
+    // Training's other ways to the gradients (gradients_by_matmul, data_grad_by_forward).
+    const char* backward = pointwise_ ? " matmul-gradients" : flipped_ ? " forward-dx" : "";
     return std::string(fwd_pd_.impl_info_str()) + " " + algorithm_name(plan_.alg) +
-           (nhwc ? " nhwc" : " blocked") + (plan_.compute == dt::bf16 ? " bf16" : "");
+           (nhwc ? " nhwc" : " blocked") + backward + (plan_.compute == dt::bf16 ? " bf16" : "");
   }
 
   // Two kernels that would run the same primitive on the same layouts.
@@ -154,7 +172,10 @@ class ConvKernel final : public OpKernel {
 
   // Timing runs on scratch buffers that go away: their converted weights are not shared.
   void keep_weights_private() { share_weights_ = false; }
-  void backward(const StepContext&) override { run_steps(backward_steps_, ctx_.stream); }
+  void backward(const StepContext&) override {
+    run_steps(backward_steps_, ctx_.stream);
+    if (flipped_bound_) flipped_->run(ctx_.stream);
+  }
 
  private:
   // Constant weights in another format than HWIO are converted once into weights_.
@@ -199,25 +220,59 @@ class ConvKernel final : public OpKernel {
         convolution_forward::desc(prop_kind::forward_training, plan_.alg, x, w_any, b, y, strides,
                                   pad_l, pad_r),
         attr, ctx_.engine);
+    fwd_ = convolution_forward(fwd_pd_);
+    if (gradients_by_matmul()) {
+      try {
+        pointwise_.emplace(d, ct, ctx_.engine);
+        return;
+      } catch (const dnnl::error&) {
+        // no matmul for these types here: the convolution's own backward below
+      }
+    }
     bwd_weights_pd_ = convolution_backward_weights::primitive_desc(
         convolution_backward_weights::desc(plan_.alg, x, dw_any, b, dy, strides, pad_l, pad_r),
         attr, ctx_.engine, fwd_pd_);
-    if (d.needs_input_grad) {
+    if (d.needs_input_grad && data_grad_by_forward()) {
+      try {
+        flipped_.emplace(d, bwd_weights_pd_.diff_dst_desc(), ctx_.engine);
+      } catch (const dnnl::error&) {
+        // no such forward convolution here: the convolution's own backward below
+      }
+    }
+    if (d.needs_input_grad && !flipped_) {
       bwd_data_pd_ = convolution_backward_data::primitive_desc(
           convolution_backward_data::desc(plan_.alg, dx, w_any, dy, strides, pad_l, pad_r), attr,
           ctx_.engine, fwd_pd_);
       bwd_data_ = convolution_backward_data(bwd_data_pd_);
     }
-    fwd_ = convolution_forward(fwd_pd_);
     bwd_weights_ = convolution_backward_weights(bwd_weights_pd_);
     // The workspace plan assumes forward and backward agree on the internal layouts.
     if (!internal_layouts_consistent())
       throw dnnl::error(dnnl_unimplemented, "forward and backward want different layouts");
   }
 
+  // A pointwise training convolution computing in bf16 on NHWC takes its gradients from
+  // PointwiseGrads' matrix products. Only in bf16: in float32 oneDNN 2.6's 1x1 backward kernels
+  // and its matmul were even on the same shapes (AVX-512, 2 cores), one faster here, the other
+  // there, and bf16 training convolutions are bf16 only where bf16 outpaces f32 (AMX). A fixed
+  // rule, not timing: training must run the same arithmetic from run to run (bit-exact resume).
+  bool gradients_by_matmul() const {
+    return plan_.compute == dt::bf16 && plan_.alg == algorithm::convolution_direct &&
+           plan_.activations == tag::nhwc && PointwiseGrads::applies(d_);
+  }
+
+  // The data gradient of any other stride-1 one computing in bf16 on NHWC comes from
+  // FlippedDataGrad's forward convolution, where dy is NHWC as that convolution reads it. Only in
+  // bf16 for the same reason, and a fixed rule for the same reason.
+  bool data_grad_by_forward() const {
+    return plan_.compute == dt::bf16 && plan_.alg == algorithm::convolution_direct &&
+           plan_.activations == tag::nhwc && FlippedDataGrad::applies(d_) &&
+           bwd_weights_pd_.diff_dst_desc() == memory::desc(dy_md_.dims(), dt::bf16, tag::nhwc);
+  }
+
   bool internal_layouts_consistent() const {
     if (fwd_pd_.src_desc() != bwd_weights_pd_.src_desc()) return false;
-    if (!d_.needs_input_grad) return true;
+    if (!d_.needs_input_grad || flipped_) return true;
     return bwd_data_pd_.diff_dst_desc() == bwd_weights_pd_.diff_dst_desc();
   }
 
@@ -229,6 +284,7 @@ class ConvKernel final : public OpKernel {
     forward_steps_.clear();
     backward_steps_.clear();
     converted_.reset();
+    flipped_bound_ = false;
     const dnnl::engine& eng = ctx_.engine;
     auto* ws = static_cast<char*>(b.workspace);
     char* x_region = ws + scratch_bytes_;
@@ -267,6 +323,10 @@ class ConvKernel final : public OpKernel {
     if (b.param_grads.size() != b.params.size())
       throw dnnl::error(dnnl_invalid_arguments, "one gradient per parameter expected");
     const memory dy_arena = wrap(dy_md_, ctx_, b.output_grads[0]);
+    if (pointwise_) {
+      bind_pointwise_backward(b, dy_arena, x_arena, ws, x_region, y_region, w_region);
+      return;
+    }
     const memory dy =
         through_copy(dy_arena, bwd_weights_pd_.diff_dst_desc(), y_region, backward_steps_, true);
     // x's internal copy may have been overwritten by other ops since forward: redo it.
@@ -287,6 +347,11 @@ class ConvKernel final : public OpKernel {
     for (DnnlStep& step : dw_out) backward_steps_.push_back(std::move(step));
 
     if (!d_.needs_input_grad || b.input_grads.empty() || !b.input_grads[0]) return;
+    if (flipped_) {
+      flipped_->bind(dy, b.params[0], w_region, b.input_grads[0], ws);
+      flipped_bound_ = true;
+      return;
+    }
     const memory w_bwd(bwd_data_pd_.weights_desc(), eng, w_region);
     backward_steps_.push_back(reorder_step(w_hwio, w_bwd));
     const memory dx_arena(dx_md_, eng, b.input_grads[0]);
@@ -301,6 +366,20 @@ class ConvKernel final : public OpKernel {
     for (DnnlStep& step : dx_out) backward_steps_.push_back(std::move(step));
   }
 
+  // Backward by PointwiseGrads: [dy to bf16] [x to bf16] weight (and bias) gradient, then when
+  // dx is wanted: w to the product's format, data gradient straight into the arena.
+  void bind_pointwise_backward(const OpBindings& b, const memory& dy_arena, const memory& x_arena,
+                               char* ws, char* x_region, char* y_region, char* w_region) {
+    const memory dy =
+        through_copy(dy_arena, pointwise_->dy_desc(), y_region, backward_steps_, true);
+    const memory x = through_copy(x_arena, fwd_pd_.src_desc(), x_region, backward_steps_, true);
+    pointwise_->append_weight_grads(backward_steps_, x, dy, dy_arena, b.param_grads[0],
+                                    d_.has_bias ? b.param_grads[1] : nullptr, ws);
+    if (!d_.needs_input_grad || b.input_grads.empty() || !b.input_grads[0]) return;
+    const memory w_hwio(w_hwio_md_, ctx_.engine, b.params[0]);
+    pointwise_->append_data_grad(backward_steps_, dy, w_hwio, w_region, b.input_grads[0], ws);
+  }
+
   Conv2dDesc d_;
   DnnlContext& ctx_;
   ConvPlan plan_;
@@ -312,6 +391,9 @@ class ConvKernel final : public OpKernel {
   convolution_backward_data bwd_data_;
   convolution_backward_weights::primitive_desc bwd_weights_pd_;
   convolution_backward_weights bwd_weights_;
+  std::optional<PointwiseGrads> pointwise_;  // gradients by matmul instead (gradients_by_matmul)
+  std::optional<FlippedDataGrad> flipped_;   // dx by forward convolution (data_grad_by_forward)
+  bool flipped_bound_ = false;
   size_t scratch_bytes_ = 0, x_int_bytes_ = 0, y_int_bytes_ = 0, w_bytes_ = 0, dw_bytes_ = 0;
   std::shared_ptr<ConvertedWeights> converted_;  // constant weights in the primitive's format
   bool share_weights_ = true;
