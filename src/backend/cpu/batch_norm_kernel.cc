@@ -6,21 +6,24 @@
 // Saved layout (training): [mean f32[C]] [variance f32[C]] [oneDNN ReLU workspace, if fused].
 // bf16 compute is accepted and runs in f32 on f32 activations. With bf16 activations (ops.h)
 // forward reads and writes bf16 (half the bytes of this memory-bound op; the statistics are
-// f32); backward, whose gradients are f32, widens x into its workspace and runs the f32
-// primitive, which reads the ReLU mask the bf16 forward wrote (the same workspace format, checked
-// when the kernel is made; where oneDNN's bf16 and f32 kernels differ there, or where its bf16
-// kernel for the shape is a generic loop, forward runs in f32 on x widened, y rounded after).
+// f32); backward, whose gradients are f32, reads bf16 x as it is (batch_norm_backward.h: oneDNN
+// 2.6's backward takes x and dy in one type), recomputing the ReLU's mask from x. Where oneDNN's
+// bf16 forward kernel for the shape is a generic loop, forward runs in f32 on x widened, y
+// rounded after.
 //
 // The primitives run on all OpenMP threads. (They once ran on one: oneDNN 2.6's threaded
 // batch norm synchronises with barriers, which under libgomp's default long spin were 2-10x
 // slower on a shared 2-core machine. With the programs' short spin, GOMP_SPINCOUNT=20000, two
 // threads are 25% faster per training step for Inception v3 at 75x75 and depth multiplier
 // 0.25, and equal at 299x299.)
+#include <omp.h>
+
 #include <algorithm>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "backend/cpu/batch_norm_backward.h"
 #include "backend/cpu/cpu_common.h"
 
 namespace ic::cpu {
@@ -41,7 +44,7 @@ bool is_jit(const batch_normalization_forward::primitive_desc& pd) {
 class BatchNormKernel final : public OpKernel {
  public:
   BatchNormKernel(const BatchNormDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
-    md_ = nhwc_md(d.input);  // f32: gradients, and x widened for backward
+    md_ = nhwc_md(d.input);  // f32: gradients, and x widened for a forward in f32
     x_md_ = nhwc_md(d.input, activation_dt(d.activations));
     widen_x_ = d.activations != DType::f32;
     const int64_t c = d.input.c();
@@ -59,40 +62,43 @@ class BatchNormKernel final : public OpKernel {
           batch_normalization_forward::desc(kind, md, d.epsilon, forward_flags), attr, ctx.engine);
     };
     fwd_pd_ = forward_pd(x_md_);
-    // With bf16 activations, backward runs in f32: its hint is an f32 forward of the same shape,
-    // whose ReLU workspace must be the one the bf16 forward writes. Where they differ (shapes
-    // oneDNN's bf16 kernel does not take), forward runs the f32 primitive too, on x widened and
-    // with y rounded after: the same answers. So it does, in training and evaluation, where
-    // oneDNN has a JIT kernel for the shape in f32 only: its bf16 fallback is a generic loop
-    // (`nspc_bnorm:any`; MobileNet v2's 24 channels at 56x56, batch 32, on an AMX Xeon: 51-65 ms
-    // a call, against 4-6 ms for the f32 kernel and two conversions of about 1 ms).
-    const batch_normalization_forward::primitive_desc hint = widen_x_ ? forward_pd(md_) : fwd_pd_;
+    // With bf16 activations, forward runs the f32 primitive on x widened, y rounded after (the
+    // same answers), where oneDNN has a JIT kernel for the shape in f32 only: its bf16 fallback
+    // is a generic loop (`nspc_bnorm:any`; MobileNet v2's 24 channels at 56x56, batch 32, on an
+    // AMX Xeon: 51-65 ms a call, against 4-6 ms for the f32 kernel and two conversions of about
+    // 1 ms). Backward reads no mask of the forward's (batch_norm_backward.h recomputes it).
     if (widen_x_) {
-      const bool mask_differs = d.fused_relu && hint.workspace_desc() != fwd_pd_.workspace_desc();
-      if (mask_differs || (is_jit(hint) && !is_jit(fwd_pd_))) {
-        fwd_pd_ = hint;
+      const batch_normalization_forward::primitive_desc wide = forward_pd(md_);
+      if (is_jit(wide) && !is_jit(fwd_pd_)) {
+        fwd_pd_ = wide;
         forward_in_f32_ = true;
       }
     }
     size_t scratch = fwd_pd_.scratchpad_desc().get_size();
-    if (d.training) {
+    bf16_backward_ = widen_x_ && d.training;
+    if (bf16_backward_) {
+      stat_bytes_ = align64(sizeof(float) * static_cast<size_t>(c));
+      if (d.fused_relu) relu_ws_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
+      threads_ = omp_get_max_threads();
+      bf16_scratch_ =
+          aligned_buffer(sizeof(float) * batch_norm_backward_scratch_floats(c, threads_));
+    } else if (d.training) {
       bwd_pd_ = batch_normalization_backward::primitive_desc(
           batch_normalization_backward::desc(prop_kind::backward, md_, md_, d.epsilon, flags), attr,
-          ctx.engine, hint);
+          ctx.engine, fwd_pd_);
       bwd_ = batch_normalization_backward(bwd_pd_);
       stat_bytes_ = align64(sizeof(float) * static_cast<size_t>(c));
       if (d.fused_relu) relu_ws_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
       scratch = std::max(scratch, bwd_pd_.scratchpad_desc().get_size());
     }
     scratch_bytes_ = align64(scratch);
-    if (widens_x()) wide_x_bytes_ = align64(md_.get_size());
-    if (forward_in_f32_) wide_y_bytes_ = align64(md_.get_size());
+    if (forward_in_f32_) wide_x_bytes_ = wide_y_bytes_ = align64(md_.get_size());
     fwd_ = batch_normalization_forward(fwd_pd_);
     const double n = static_cast<double>(d.input.n() * d.input.h() * d.input.w());
     unbias_ = static_cast<float>(n > 1 ? n / (n - 1) : 1.0);
   }
 
-  // [oneDNN scratchpad] [x widened to f32: bf16 activations' backward, and forward_in_f32_]
+  // [oneDNN scratchpad] [x widened to f32: forward_in_f32_]
   // [y in f32 before rounding: forward_in_f32_ only]
   size_t workspace_bytes() const override { return scratch_bytes_ + wide_x_bytes_ + wide_y_bytes_; }
   size_t saved_bytes() const override { return 2 * stat_bytes_ + relu_ws_bytes_; }
@@ -127,7 +133,10 @@ class BatchNormKernel final : public OpKernel {
 
   void backward(const StepContext&) override {
     if (!has_grads_) return;
-    if (widen_x_) run_steps(widen_steps_, ctx_.stream);
+    if (bf16_backward_) {
+      batch_norm_backward_bf16(bf16_args_, threads_, static_cast<float*>(bf16_scratch_.get()));
+      return;
+    }
     bwd_.execute(ctx_.stream, bwd_args_);
   }
 
@@ -140,14 +149,11 @@ class BatchNormKernel final : public OpKernel {
     y_ = memory(x_md_, eng, b.outputs[0]);
     widen_steps_.clear();
     narrow_steps_.clear();
-    bwd_x_ = fwd_x_ = x_;
+    fwd_x_ = x_;
     fwd_y_ = y_;
-    if (widens_x()) {
-      bwd_x_ = memory(md_, eng, static_cast<char*>(b.workspace) + scratch_bytes_);
-      widen_steps_.push_back(reorder_step(x_, bwd_x_));
-    }
     if (forward_in_f32_) {
-      fwd_x_ = bwd_x_;
+      fwd_x_ = memory(md_, eng, static_cast<char*>(b.workspace) + scratch_bytes_);
+      widen_steps_.push_back(reorder_step(x_, fwd_x_));
       fwd_y_ = memory(md_, eng, static_cast<char*>(b.workspace) + scratch_bytes_ + wide_x_bytes_);
       narrow_steps_.push_back(reorder_step(fwd_y_, y_));
     }
@@ -170,8 +176,12 @@ class BatchNormKernel final : public OpKernel {
     has_grads_ = true;
     if (b.param_grads.size() != b.params.size())
       throw dnnl::error(dnnl_invalid_arguments, "one gradient per parameter expected");
-    dy_ = wrap(md_, ctx_, b.output_grads[0]);
     void* dx = b.input_grads.empty() ? nullptr : b.input_grads[0];
+    if (bf16_backward_) {
+      bind_bf16_backward(b, dx);
+      return;
+    }
+    dy_ = wrap(md_, ctx_, b.output_grads[0]);
     if (!dx) {  // oneDNN always writes diff_src: give it a private buffer
       own_dx_ = aligned_buffer(md_.get_size());
       dx = own_dx_.get();
@@ -183,6 +193,23 @@ class BatchNormKernel final : public OpKernel {
     if (d_.has_gamma) dgamma_ = memory(stat_md_, eng, b.param_grads[1]);
   }
 
+  void bind_bf16_backward(const OpBindings& b, void* dx) {
+    BatchNormBackwardArgs& a = bf16_args_;
+    a.x = static_cast<const uint16_t*>(b.inputs[0]);
+    a.dy = static_cast<const float*>(b.output_grads[0]);
+    a.dx = static_cast<float*>(dx);
+    a.mean = static_cast<const float*>(mean_.get_data_handle());
+    a.variance = static_cast<const float*>(var_.get_data_handle());
+    a.gamma = d_.has_gamma ? static_cast<const float*>(b.params[1]) : nullptr;
+    a.beta = static_cast<const float*>(b.params[0]);
+    a.epsilon = d_.epsilon;
+    a.relu = d_.fused_relu;
+    a.rows = d_.input.n() * d_.input.h() * d_.input.w();
+    a.channels = d_.input.c();
+    a.dbeta = static_cast<float*>(b.param_grads[0]);
+    a.dgamma = d_.has_gamma ? static_cast<float*>(b.param_grads[1]) : nullptr;
+  }
+
   // The argument maps, built once so forward/backward allocate nothing.
   void build_args() {
     fwd_args_ = {{DNNL_ARG_SRC, fwd_x_},  {DNNL_ARG_DST, fwd_y_},
@@ -192,7 +219,7 @@ class BatchNormKernel final : public OpKernel {
     if (relu_ws_) fwd_args_[DNNL_ARG_WORKSPACE] = relu_ws_;
     bwd_args_.clear();
     if (!has_grads_) return;
-    bwd_args_ = {{DNNL_ARG_SRC, bwd_x_},
+    bwd_args_ = {{DNNL_ARG_SRC, x_},
                  {DNNL_ARG_MEAN, mean_},
                  {DNNL_ARG_VARIANCE, var_},
                  {DNNL_ARG_DIFF_DST, dy_},
@@ -218,15 +245,15 @@ class BatchNormKernel final : public OpKernel {
     }
   }
 
-  // Whether x is widened to f32 into the workspace: for backward (training), and for a forward
-  // that runs in f32.
-  bool widens_x() const { return widen_x_ && (d_.training || forward_in_f32_); }
-
   BatchNormDesc d_;
   DnnlContext& ctx_;
   memory::desc md_, x_md_, stat_md_;  // md_: f32 (gradients); x_md_: the activations' type
-  bool widen_x_ = false;              // bf16 activations: backward widens x first
+  bool widen_x_ = false;              // bf16 activations
   bool forward_in_f32_ = false;       // bf16 activations whose forward runs the f32 primitive
+  bool bf16_backward_ = false;        // training on bf16 activations: batch_norm_backward_bf16
+  int threads_ = 1;
+  AlignedBuffer bf16_scratch_;
+  BatchNormBackwardArgs bf16_args_;
   size_t wide_x_bytes_ = 0, wide_y_bytes_ = 0;
   batch_normalization_forward::primitive_desc fwd_pd_;
   batch_normalization_forward fwd_;
@@ -235,7 +262,7 @@ class BatchNormKernel final : public OpKernel {
   size_t stat_bytes_ = 0, relu_ws_bytes_ = 0, scratch_bytes_ = 0;
   float unbias_ = 1.f;
 
-  memory x_, y_, beta_, gamma_, mean_, var_, relu_ws_, scratch_, scratch_bwd_, bwd_x_;
+  memory x_, y_, beta_, gamma_, mean_, var_, relu_ws_, scratch_, scratch_bwd_;
   memory fwd_x_, fwd_y_;  // what the forward primitive reads and writes
   std::vector<DnnlStep> widen_steps_, narrow_steps_;
   memory dy_, dx_, dbeta_, dgamma_;
