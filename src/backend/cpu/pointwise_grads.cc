@@ -1,5 +1,7 @@
 #include "backend/cpu/pointwise_grads.h"
 
+#include <algorithm>
+
 namespace ic::cpu {
 namespace {
 
