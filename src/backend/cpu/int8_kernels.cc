@@ -9,10 +9,15 @@
 // scratchpad.
 //
 // The rescale: oneDNN 2.6 adds its own bias argument BEFORE the output scales
-// (y = scale * (s32 + b)), which is not Int8Conv's y = s32 * scale + b. So the kernel passes
-// no bias argument; the bias is a binary-add post-op (applied after the output scales), then
-// the ReLU post-op. Each output is then fl(fl(float(s32) * scale[c]) + b[c]), exactly the
-// formula as written. A convolution with an output scale (u8 output) adds a linear post-op,
+// (y = scale * (s32 + b)), where Int8Conv says y = s32 * scale + b. So the kernel passes the bias
+// divided by the scale, b[c] / scale[c] (computed at the first forward, with the weights), and
+// each output is fl(scale[c] * fl(float(s32) + fl(b[c] / scale[c]))): Int8Conv's value to within
+// f32 rounding of |s32 * scale| + |b|, then the ReLU post-op. (A binary-add post-op after the
+// scales would give the formula's own rounding, fl(fl(s32 * scale) + b), and did until
+// 2026-12-06; on a 2-core AMX Xeon it cost Inception v3's int8 inference about 10% at batch 32,
+// 188-198 against 212-220 images/sec without it: oneDNN 2.6's brgemm kernels apply binary
+// post-ops in a slower epilogue than their bias.) A convolution with an output scale (u8 output)
+// adds a linear post-op,
 // fl(y * (1 / output_scale)) (alpha * y + 0: the product, as the Quantize kernel computes it),
 // and a clip to [0, kInt8ActivationMax]; oneDNN's conversion to u8 then rounds to nearest even,
 // so the u8 output equals the f32 output quantized by a Quantize node, bit for bit.
@@ -47,25 +52,34 @@ void quantize_weights(const float* w, int64_t count, const std::vector<float>& s
   }
 }
 
+// input_scale * weight_scales[c]: what multiplies channel c's s32 sums.
+std::vector<float> output_scales(const Int8Conv& q) {
+  std::vector<float> scales(q.weight_scales.size());
+  for (size_t c = 0; c < scales.size(); ++c) scales[c] = q.input_scale * q.weight_scales[c];
+  return scales;
+}
+
 // What a kernel needs besides its primitive: the layouts the arena holds.
 struct Int8Layout {
   const char* op = "";         // "conv2d" / "dense", for messages
   memory::desc plain_weights;  // s8, the arena's weight layout (HWIO / io)
-  memory::desc bias;           // the post-op's f32 bias (broadcast over all but channels)
+  memory::desc bias;           // the primitive's f32 bias argument, [channels]; none without
   int64_t weight_count = 0;
   bool has_bias = false;
 };
 
 class Int8Kernel final : public OpKernel {
  public:
-  Int8Kernel(DnnlContext& ctx, const Int8Layout& layout, std::vector<float> weight_scales,
+  Int8Kernel(DnnlContext& ctx, const Int8Layout& layout, const Int8Conv& q,
              const dnnl::primitive_desc& pd, dnnl::primitive primitive)
       : ctx_(ctx),
         layout_(layout),
-        weight_scales_(std::move(weight_scales)),
+        weight_scales_(q.weight_scales),
+        output_scales_(output_scales(q)),
         pd_(pd),
         primitive_(std::move(primitive)),
         plain_(aligned_buffer(static_cast<size_t>(layout.weight_count))) {
+    if (layout_.has_bias) scaled_bias_ = aligned_buffer(sizeof(float) * output_scales_.size());
     if (pd_.weights_desc() != layout_.plain_weights)
       converted_ = aligned_buffer(pd_.weights_desc().get_size());
   }
@@ -93,9 +107,8 @@ class Int8Kernel final : public OpKernel {
                {DNNL_ARG_WEIGHTS, weights},
                {DNNL_ARG_DST, memory(pd_.dst_desc(), eng, b.outputs[0])},
                {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), eng, b.workspace)}};
-      if (layout_.has_bias)
-        args_[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
-            memory(layout_.bias, eng, b.params[1]);
+      bias_ = layout_.has_bias ? static_cast<const float*>(b.params[1]) : nullptr;
+      if (bias_) args_[DNNL_ARG_BIAS] = memory(layout_.bias, eng, scaled_bias_.get());
     } catch (const dnnl::error& e) {
       return error(layout_.op, ": binding oneDNN memory: ", e.what());
     }
@@ -107,6 +120,10 @@ class Int8Kernel final : public OpKernel {
       quantize_weights(weights_, layout_.weight_count, weight_scales_,
                        static_cast<int8_t*>(plain_.get()));
       if (convert_) convert_->primitive.execute(ctx_.stream, convert_->args);
+      if (bias_) {
+        auto* scaled = static_cast<float*>(scaled_bias_.get());
+        for (size_t c = 0; c < output_scales_.size(); ++c) scaled[c] = bias_[c] / output_scales_[c];
+      }
       ready_ = true;
     }
     primitive_.execute(ctx_.stream, args_);
@@ -117,10 +134,13 @@ class Int8Kernel final : public OpKernel {
   DnnlContext& ctx_;
   Int8Layout layout_;
   std::vector<float> weight_scales_;
+  std::vector<float> output_scales_;  // input_scale * weight_scales[c], oneDNN's output scales
   dnnl::primitive_desc pd_;
   dnnl::primitive primitive_;
-  AlignedBuffer plain_;      // s8 weights in the arena's layout
-  AlignedBuffer converted_;  // s8 weights in the primitive's format, when that differs
+  AlignedBuffer plain_;          // s8 weights in the arena's layout
+  AlignedBuffer converted_;      // s8 weights in the primitive's format, when that differs
+  AlignedBuffer scaled_bias_;    // b[c] / output_scales_[c], oneDNN's bias argument
+  const float* bias_ = nullptr;  // the arena's bias
   std::unique_ptr<DnnlStep> convert_;
   std::unordered_map<int, memory> args_;
   const float* weights_ = nullptr;
@@ -145,18 +165,14 @@ Status check_int8(const char* op, bool training, const Int8Conv& q, int64_t chan
   return Status();
 }
 
-// Output scales input_scale * weight_scales[c] (f32, as Int8Conv says), then the bias as a
-// binary add and the fused ReLU or activation, both after the scales; a user-managed
-// scratchpad.
-dnnl::primitive_attr int8_attributes(const Int8Conv& q, const Int8Layout& layout, bool relu,
+// Output scales input_scale * weight_scales[c] (f32, as Int8Conv says; the bias argument is
+// divided by them), then the fused ReLU or activation; a user-managed scratchpad.
+dnnl::primitive_attr int8_attributes(const Int8Conv& q, bool relu,
                                      std::optional<Activation> activation) {
-  std::vector<float> scales(q.weight_scales.size());
-  for (size_t c = 0; c < scales.size(); ++c) scales[c] = q.input_scale * q.weight_scales[c];
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  attr.set_output_scales(1 << 1, scales);  // mask: per channel (dimension 1, oneDNN's C / M)
+  attr.set_output_scales(1 << 1, output_scales(q));  // per channel (dimension 1: C / M)
   dnnl::post_ops post;
-  if (layout.has_bias) post.append_binary(algorithm::binary_add, layout.bias);
   append_fused_activation(post, relu, activation);
   if (q.output_scale) {
     post.append_eltwise(1.f, algorithm::eltwise_linear, 1.f / *q.output_scale, 0.f);
@@ -175,7 +191,7 @@ Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlCont
   Int8Layout layout;
   layout.op = "conv2d";
   layout.plain_weights = plain;
-  layout.bias = memory::desc({1, d.out_channels, 1, 1}, dt::f32, tag::nhwc);
+  if (d.has_bias) layout.bias = memory::desc({d.out_channels}, dt::f32, tag::x);
   layout.weight_count = d.weight_count();
   layout.has_bias = d.has_bias;
   const Pads pads =
@@ -184,12 +200,12 @@ Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlCont
     const dnnl::convolution_forward::primitive_desc pd(
         dnnl::convolution_forward::desc(
             prop_kind::forward_inference, algorithm::convolution_direct, nhwc_md(d.input, dt::u8),
-            memory::desc(wdims, dt::s8, tag::any), memory::desc(),
+            memory::desc(wdims, dt::s8, tag::any), layout.bias,
             nhwc_md(d.output(), d.int8->output_scale ? dt::u8 : dt::f32), {d.stride_h, d.stride_w},
             {pads.top, pads.left}, {pads.bottom, pads.right}),
-        int8_attributes(*d.int8, layout, d.fused_relu, d.fused_activation), ctx.engine);
-    return std::unique_ptr<OpKernel>(std::make_unique<Int8Kernel>(
-        ctx, layout, d.int8->weight_scales, pd, dnnl::convolution_forward(pd)));
+        int8_attributes(*d.int8, d.fused_relu, d.fused_activation), ctx.engine);
+    return std::unique_ptr<OpKernel>(
+        std::make_unique<Int8Kernel>(ctx, layout, *d.int8, pd, dnnl::convolution_forward(pd)));
   } catch (const dnnl::error& e) {
     return error("conv2d: oneDNN has no int8 implementation for input ", d.input.str(), ", ",
                  d.out_channels, " filters, kernel ", d.kernel_h, "x", d.kernel_w, ": ", e.what());
@@ -205,18 +221,18 @@ Result<std::unique_ptr<OpKernel>> make_int8_dense(const DenseDesc& d, DnnlContex
   Int8Layout layout;
   layout.op = "dense";
   layout.plain_weights = memory::desc(wdims, dt::s8, tag::io);
-  layout.bias = memory::desc({1, d.out_features}, dt::f32, tag::nc);
+  if (d.has_bias) layout.bias = memory::desc({d.out_features}, dt::f32, tag::x);
   layout.weight_count = d.in_features * d.out_features;
   layout.has_bias = d.has_bias;
   try {
     const dnnl::inner_product_forward::primitive_desc pd(
         dnnl::inner_product_forward::desc(
             prop_kind::forward_inference, memory::desc({d.batch, d.in_features}, dt::u8, tag::nc),
-            memory::desc(wdims, dt::s8, tag::any), memory::desc(),
+            memory::desc(wdims, dt::s8, tag::any), layout.bias,
             memory::desc({d.batch, d.out_features}, dt::f32, tag::nc)),
-        int8_attributes(*d.int8, layout, false, std::nullopt), ctx.engine);
-    return std::unique_ptr<OpKernel>(std::make_unique<Int8Kernel>(
-        ctx, layout, d.int8->weight_scales, pd, dnnl::inner_product_forward(pd)));
+        int8_attributes(*d.int8, false, std::nullopt), ctx.engine);
+    return std::unique_ptr<OpKernel>(
+        std::make_unique<Int8Kernel>(ctx, layout, *d.int8, pd, dnnl::inner_product_forward(pd)));
   } catch (const dnnl::error& e) {
     return error("dense: oneDNN has no int8 implementation for ", d.batch, "x", d.in_features,
                  " -> ", d.out_features, ": ", e.what());
