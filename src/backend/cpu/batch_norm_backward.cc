@@ -3,10 +3,10 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
 #include "backend/cpu/bf16_avx512.h"
+#include "core/tensor.h"
 
 namespace ic::cpu {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 // float, then 64-row partial sums added, rather than one running sum over a million rows.
 constexpr int64_t kRowBlock = 64;
 
-// Per-channel values both passes use, and the thread's share of the rows.
+// Per-channel values both passes use (mean_g and mean_gx: the second pass only).
 struct Channels {
   const float* rstd;     // 1 / sqrt(variance + epsilon)
   const float* scale;    // gamma, or 1
@@ -24,15 +24,11 @@ struct Channels {
   const float* mean_gx;  // dgamma / rows
 };
 
-inline float widen(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
-
 // g and xhat of one element, as the vector loops compute them.
 inline void gradient_at(const BatchNormBackwardArgs& a, const Channels& ch, int64_t r, int64_t c,
                         float& g, float& t) {
   const int64_t i = r * a.channels + c;
-  t = (widen(a.x[i]) - a.mean[c]) * ch.rstd[c];
+  t = (bf16_to_float(a.x[i]) - a.mean[c]) * ch.rstd[c];
   g = a.dy[i];
   if (a.relu) {
     const float scaled = t * ch.scale[c];

@@ -75,10 +75,11 @@ class BatchNormKernel final : public OpKernel {
       }
     }
     size_t scratch = fwd_pd_.scratchpad_desc().get_size();
-    bf16_backward_ = widen_x_ && d.training;
-    if (bf16_backward_) {
+    if (d.training) {
       stat_bytes_ = align64(sizeof(float) * static_cast<size_t>(c));
       if (d.fused_relu) relu_ws_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
+    }
+    if (bf16_backward()) {
       threads_ = omp_get_max_threads();
       bf16_scratch_ =
           aligned_buffer(sizeof(float) * batch_norm_backward_scratch_floats(c, threads_));
@@ -87,8 +88,6 @@ class BatchNormKernel final : public OpKernel {
           batch_normalization_backward::desc(prop_kind::backward, md_, md_, d.epsilon, flags), attr,
           ctx.engine, fwd_pd_);
       bwd_ = batch_normalization_backward(bwd_pd_);
-      stat_bytes_ = align64(sizeof(float) * static_cast<size_t>(c));
-      if (d.fused_relu) relu_ws_bytes_ = align64(fwd_pd_.workspace_desc().get_size());
       scratch = std::max(scratch, bwd_pd_.scratchpad_desc().get_size());
     }
     scratch_bytes_ = align64(scratch);
@@ -133,7 +132,7 @@ class BatchNormKernel final : public OpKernel {
 
   void backward(const StepContext&) override {
     if (!has_grads_) return;
-    if (bf16_backward_) {
+    if (bf16_backward()) {
       batch_norm_backward_bf16(bf16_args_, threads_, static_cast<float*>(bf16_scratch_.get()));
       return;
     }
@@ -177,7 +176,7 @@ class BatchNormKernel final : public OpKernel {
     if (b.param_grads.size() != b.params.size())
       throw dnnl::error(dnnl_invalid_arguments, "one gradient per parameter expected");
     void* dx = b.input_grads.empty() ? nullptr : b.input_grads[0];
-    if (bf16_backward_) {
+    if (bf16_backward()) {
       bind_bf16_backward(b, dx);
       return;
     }
@@ -192,6 +191,9 @@ class BatchNormKernel final : public OpKernel {
     dbeta_ = memory(stat_md_, eng, b.param_grads[0]);
     if (d_.has_gamma) dgamma_ = memory(stat_md_, eng, b.param_grads[1]);
   }
+
+  // Training on bf16 activations: backward is batch_norm_backward_bf16, not oneDNN's.
+  bool bf16_backward() const { return widen_x_ && d_.training; }
 
   void bind_bf16_backward(const OpBindings& b, void* dx) {
     BatchNormBackwardArgs& a = bf16_args_;
@@ -250,8 +252,7 @@ class BatchNormKernel final : public OpKernel {
   memory::desc md_, x_md_, stat_md_;  // md_: f32 (gradients); x_md_: the activations' type
   bool widen_x_ = false;              // bf16 activations
   bool forward_in_f32_ = false;       // bf16 activations whose forward runs the f32 primitive
-  bool bf16_backward_ = false;        // training on bf16 activations: batch_norm_backward_bf16
-  int threads_ = 1;
+  int threads_ = 1;                   // batch_norm_backward_bf16's
   AlignedBuffer bf16_scratch_;
   BatchNormBackwardArgs bf16_args_;
   size_t wide_x_bytes_ = 0, wide_y_bytes_ = 0;

@@ -256,18 +256,19 @@ class ConvKernel final : public OpKernel {
   // and its matmul were even on the same shapes (AVX-512, 2 cores), one faster here, the other
   // there, and bf16 training convolutions are bf16 only where bf16 outpaces f32 (AMX). A fixed
   // rule, not timing: training must run the same arithmetic from run to run (bit-exact resume).
-  bool gradients_by_matmul() const {
-    return plan_.compute == dt::bf16 && plan_.alg == algorithm::convolution_direct &&
-           plan_.activations == tag::nhwc && PointwiseGrads::applies(d_);
-  }
+  bool gradients_by_matmul() const { return direct_bf16_nhwc() && PointwiseGrads::applies(d_); }
 
   // The data gradient of any other stride-1 one computing in bf16 on NHWC comes from
   // FlippedDataGrad's forward convolution, where dy is NHWC as that convolution reads it. Only in
   // bf16 for the same reason, and a fixed rule for the same reason.
   bool data_grad_by_forward() const {
-    return plan_.compute == dt::bf16 && plan_.alg == algorithm::convolution_direct &&
-           plan_.activations == tag::nhwc && FlippedDataGrad::applies(d_) &&
+    return direct_bf16_nhwc() && FlippedDataGrad::applies(d_) &&
            bwd_weights_pd_.diff_dst_desc() == memory::desc(dy_md_.dims(), dt::bf16, tag::nhwc);
+  }
+
+  bool direct_bf16_nhwc() const {
+    return plan_.compute == dt::bf16 && plan_.alg == algorithm::convolution_direct &&
+           plan_.activations == tag::nhwc;
   }
 
   bool internal_layouts_consistent() const {

@@ -7,7 +7,7 @@ namespace ic::cpu {
 using dnnl::memory;
 
 bool FlippedDataGrad::applies(const Conv2dDesc& d) {
-  return d.stride_h == 1 && d.stride_w == 1 && d.groups == 1 && d.input.rank() == 4;
+  return d.stride_h == 1 && d.stride_w == 1 && d.groups == 1;
 }
 
 FlippedDataGrad::FlippedDataGrad(const Conv2dDesc& d, const memory::desc& dy_md,

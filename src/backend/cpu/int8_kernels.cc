@@ -71,11 +71,12 @@ struct Int8Layout {
 class Int8Kernel final : public OpKernel {
  public:
   Int8Kernel(DnnlContext& ctx, const Int8Layout& layout, const Int8Conv& q,
-             const dnnl::primitive_desc& pd, dnnl::primitive primitive)
+             std::vector<float> output_scales, const dnnl::primitive_desc& pd,
+             dnnl::primitive primitive)
       : ctx_(ctx),
         layout_(layout),
         weight_scales_(q.weight_scales),
-        output_scales_(output_scales(q)),
+        output_scales_(std::move(output_scales)),
         pd_(pd),
         primitive_(std::move(primitive)),
         plain_(aligned_buffer(static_cast<size_t>(layout.weight_count))) {
@@ -167,11 +168,11 @@ Status check_int8(const char* op, bool training, const Int8Conv& q, int64_t chan
 
 // Output scales input_scale * weight_scales[c] (f32, as Int8Conv says; the bias argument is
 // divided by them), then the fused ReLU or activation; a user-managed scratchpad.
-dnnl::primitive_attr int8_attributes(const Int8Conv& q, bool relu,
-                                     std::optional<Activation> activation) {
+dnnl::primitive_attr int8_attributes(const Int8Conv& q, const std::vector<float>& output_scales,
+                                     bool relu, std::optional<Activation> activation) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  attr.set_output_scales(1 << 1, output_scales(q));  // per channel (dimension 1: C / M)
+  attr.set_output_scales(1 << 1, output_scales);  // per channel (dimension 1: C / M)
   dnnl::post_ops post;
   append_fused_activation(post, relu, activation);
   if (q.output_scale) {
@@ -196,6 +197,7 @@ Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlCont
   layout.has_bias = d.has_bias;
   const Pads pads =
       tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h, d.stride_w, d.padding);
+  const std::vector<float> scales = output_scales(*d.int8);
   try {
     const dnnl::convolution_forward::primitive_desc pd(
         dnnl::convolution_forward::desc(
@@ -203,9 +205,9 @@ Result<std::unique_ptr<OpKernel>> make_int8_conv2d(const Conv2dDesc& d, DnnlCont
             memory::desc(wdims, dt::s8, tag::any), layout.bias,
             nhwc_md(d.output(), d.int8->output_scale ? dt::u8 : dt::f32), {d.stride_h, d.stride_w},
             {pads.top, pads.left}, {pads.bottom, pads.right}),
-        int8_attributes(*d.int8, d.fused_relu, d.fused_activation), ctx.engine);
-    return std::unique_ptr<OpKernel>(
-        std::make_unique<Int8Kernel>(ctx, layout, *d.int8, pd, dnnl::convolution_forward(pd)));
+        int8_attributes(*d.int8, scales, d.fused_relu, d.fused_activation), ctx.engine);
+    return std::unique_ptr<OpKernel>(std::make_unique<Int8Kernel>(ctx, layout, *d.int8, scales, pd,
+                                                                  dnnl::convolution_forward(pd)));
   } catch (const dnnl::error& e) {
     return error("conv2d: oneDNN has no int8 implementation for input ", d.input.str(), ", ",
                  d.out_channels, " filters, kernel ", d.kernel_h, "x", d.kernel_w, ": ", e.what());
@@ -224,15 +226,16 @@ Result<std::unique_ptr<OpKernel>> make_int8_dense(const DenseDesc& d, DnnlContex
   if (d.has_bias) layout.bias = memory::desc({d.out_features}, dt::f32, tag::x);
   layout.weight_count = d.in_features * d.out_features;
   layout.has_bias = d.has_bias;
+  const std::vector<float> scales = output_scales(*d.int8);
   try {
     const dnnl::inner_product_forward::primitive_desc pd(
         dnnl::inner_product_forward::desc(
             prop_kind::forward_inference, memory::desc({d.batch, d.in_features}, dt::u8, tag::nc),
             memory::desc(wdims, dt::s8, tag::any), layout.bias,
             memory::desc({d.batch, d.out_features}, dt::f32, tag::nc)),
-        int8_attributes(*d.int8, false, std::nullopt), ctx.engine);
-    return std::unique_ptr<OpKernel>(
-        std::make_unique<Int8Kernel>(ctx, layout, *d.int8, pd, dnnl::inner_product_forward(pd)));
+        int8_attributes(*d.int8, scales, false, std::nullopt), ctx.engine);
+    return std::unique_ptr<OpKernel>(std::make_unique<Int8Kernel>(ctx, layout, *d.int8, scales, pd,
+                                                                  dnnl::inner_product_forward(pd)));
   } catch (const dnnl::error& e) {
     return error("dense: oneDNN has no int8 implementation for ", d.batch, "x", d.in_features,
                  " -> ", d.out_features, ": ", e.what());

@@ -23,8 +23,7 @@ dnnl::primitive_attr user_scratchpad() {
 }  // namespace
 
 bool PointwiseGrads::applies(const Conv2dDesc& d) {
-  return d.kernel_h == 1 && d.kernel_w == 1 && d.stride_h == 1 && d.stride_w == 1 &&
-         d.groups == 1 && d.input.rank() == 4;
+  return d.kernel_h == 1 && d.kernel_w == 1 && d.stride_h == 1 && d.stride_w == 1 && d.groups == 1;
 }
 
 PointwiseGrads::PointwiseGrads(const Conv2dDesc& d, dt compute, const dnnl::engine& engine)
