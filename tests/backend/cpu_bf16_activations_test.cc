@@ -421,6 +421,26 @@ TEST(CpuBf16Activations, DropoutKeepsItsMask) {
   expect_within(g.input_grads[0], w.input_grads[0], 0, 0, "dropout dx");
 }
 
+// A training convolution asked to compute in bf16. The activations are bf16 unless
+// `activations` says f32 (then x is converted inside, y written in f32).
+struct TrainedConv {
+  Shape input;
+  int64_t filters;
+  int kh, kw, stride;
+  Padding padding;
+  bool bias = true;
+  DType activations = DType::bf16;
+};
+
+Conv2dDesc training_conv(const TrainedConv& c) {
+  Conv2dDesc d = testing::conv_geometry(c.input, c.filters, c.kh, c.kw, c.stride, c.padding);
+  d.has_bias = c.bias;
+  d.compute = DType::bf16;
+  d.activations = c.activations;
+  d.training = true;
+  return d;
+}
+
 // Training convolution: bf16 x and y, f32 gradients. x, w and dy are bf16 values already, so
 // where the CPU computes in bf16 only the sums' f32 rounding differs from the reference.
 // Training convolutions asked for bf16 compute in bf16 where bf16 outpaces f32 (AMX), else in
@@ -439,13 +459,7 @@ TEST(CpuBf16Activations, TrainingConvolutionsComputeAsTheRuleSays) {
     const ScopedTrainingConvs scoped(mode);
     auto backend = cpu_backend();  // reads the variable
     if (!backend->has_native_bf16()) GTEST_SKIP() << kNoBf16Kernels;
-    Conv2dDesc d;
-    d.input = Shape{2, 7, 6, 5};
-    d.out_channels = 6;
-    d.kernel_h = d.kernel_w = 3;
-    d.compute = DType::bf16;
-    d.activations = DType::bf16;
-    d.training = true;
+    Conv2dDesc d = training_conv({{2, 7, 6, 5}, 6, 3, 3, 1, Padding::same, false});
     auto training = backend->compile(d);
     ASSERT_TRUE(training.ok()) << training.status().message();
     const std::string how = (*training)->implementation();
@@ -459,38 +473,18 @@ TEST(CpuBf16Activations, TrainingConvolutionsComputeAsTheRuleSays) {
 }
 
 // One training convolution computing in bf16 against the reference: y within bf16's rounding,
-// the f32 gradients within 1e-4 relative (the sums run in f32 either way). The activations are
-// bf16 unless `activations` says f32 (then x is converted inside, y written in f32).
-struct TrainedConv {
-  Shape input;
-  int64_t filters;
-  int kh, kw, stride;
-  Padding padding;
-  bool bias = true;
-  DType activations = DType::bf16;
-};
-
+// the f32 gradients within 1e-4 relative (the sums run in f32 either way).
 void train_one_bf16_convolution(const TrainedConv& c) {
   SCOPED_TRACE(c.input.str() + " " + std::to_string(c.filters) + " filters " +
                std::to_string(c.kh) + "x" + std::to_string(c.kw) + " stride " +
                std::to_string(c.stride) + (c.bias ? " bias" : "") + " in " +
                dtype_name(c.activations));
-  const Shape& input = c.input;
-  const int64_t filters = c.filters;
   auto backend = cpu_backend();
-  Conv2dDesc d;
-  d.input = input;
-  d.out_channels = filters;
-  d.kernel_h = c.kh;
-  d.kernel_w = c.kw;
-  d.stride_h = d.stride_w = c.stride;
-  d.padding = c.padding;
-  d.has_bias = c.bias;
-  d.compute = DType::bf16;
-  d.activations = c.activations;
+  const Conv2dDesc d = training_conv(c);
+  const auto filters = static_cast<size_t>(c.filters);
   const Vec x = rounded_to_bf16(random_vec(d.input.numel(), 23));
   const Vec w = rounded_to_bf16(random_vec(size_t(d.weight_count()), 24));
-  const Vec bias = c.bias ? random_vec(size_t(filters), 25) : Vec(size_t(filters), 0.f);
+  const Vec bias = c.bias ? random_vec(filters, 25) : Vec(filters, 0.f);
   const Vec expected = ref::conv2d_forward(d, x, w, bias);
   const Vec dy = rounded_to_bf16(random_vec(expected.size(), 26));
   const ref::ConvGrads grads = ref::conv2d_backward(d, x, w, dy);
@@ -501,7 +495,7 @@ void train_one_bf16_convolution(const TrainedConv& c) {
   ASSERT_EQ(r.outputs.size(), 1u);
   ASSERT_EQ(r.input_grads.size(), 1u);
   ASSERT_EQ(r.param_grads.size(), params.size());
-  const double sum_bound = kBf16Rounding * c.kh * c.kw * static_cast<double>(input.c());
+  const double sum_bound = kBf16Rounding * c.kh * c.kw * static_cast<double>(c.input.c());
   const double y_rounding = c.activations == DType::bf16 ? kBf16Rounding : 0;
   expect_within(r.outputs[0], expected, 1e-4 + sum_bound, y_rounding, "conv y");
   expect_within(r.input_grads[0], grads.dx, 1e-4, 1e-4, "conv dx");
@@ -553,16 +547,8 @@ TEST(CpuBf16Activations, TrainingConvolutionsTakeTheirBackwardFormsByRule) {
     auto backend = cpu_backend();
     if (!backend->has_native_bf16()) GTEST_SKIP() << kNoBf16Kernels;
     for (const Case& c : cases) {
-      Conv2dDesc d;
-      d.input = Shape{2, 9, 9, 16};
-      d.out_channels = 32;
-      d.kernel_h = c.kh;
-      d.kernel_w = c.kw;
-      d.stride_h = d.stride_w = c.stride;
-      d.compute = DType::bf16;
-      d.activations = DType::bf16;
-      d.training = true;
-      auto kernel = backend->compile(d);
+      auto kernel = backend->compile(
+          training_conv({{2, 9, 9, 16}, 32, c.kh, c.kw, c.stride, Padding::same, false}));
       ASSERT_TRUE(kernel.ok()) << kernel.status().message();
       const std::string how = (*kernel)->implementation();
       const bool bf16 = std::string_view(mode) == "bf16";

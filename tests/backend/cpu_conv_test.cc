@@ -24,13 +24,7 @@ struct ConvCase {
 };
 
 Conv2dDesc conv_desc(const ConvCase& c, DType compute = DType::f32) {
-  Conv2dDesc d;
-  d.input = c.input;
-  d.out_channels = c.filters;
-  d.kernel_h = c.kh;
-  d.kernel_w = c.kw;
-  d.stride_h = d.stride_w = c.stride;
-  d.padding = c.padding;
+  Conv2dDesc d = testing::conv_geometry(c.input, c.filters, c.kh, c.kw, c.stride, c.padding);
   d.has_bias = c.bias;
   d.compute = compute;
   return d;

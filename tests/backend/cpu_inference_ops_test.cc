@@ -38,13 +38,7 @@ const InferenceCase kInferenceCases[] = {
 };
 
 Conv2dDesc inference_conv(const InferenceCase& c, bool relu, bool constant, bool timed) {
-  Conv2dDesc d;
-  d.input = c.input;
-  d.out_channels = c.filters;
-  d.kernel_h = c.kh;
-  d.kernel_w = c.kw;
-  d.stride_h = d.stride_w = c.stride;
-  d.padding = c.padding;
+  Conv2dDesc d = testing::conv_geometry(c.input, c.filters, c.kh, c.kw, c.stride, c.padding);
   d.has_bias = true;
   d.training = false;
   d.fused_relu = relu;

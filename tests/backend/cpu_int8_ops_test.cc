@@ -242,13 +242,7 @@ const Int8ConvCase kConvCases[] = {
 };
 
 Conv2dDesc int8_conv(const Int8ConvCase& c, const Int8Conv& q, bool bias, bool relu) {
-  Conv2dDesc d;
-  d.input = c.input;
-  d.out_channels = c.filters;
-  d.kernel_h = c.kh;
-  d.kernel_w = c.kw;
-  d.stride_h = d.stride_w = c.stride;
-  d.padding = c.padding;
+  Conv2dDesc d = testing::conv_geometry(c.input, c.filters, c.kh, c.kw, c.stride, c.padding);
   d.has_bias = bias;
   d.training = false;
   d.fused_relu = relu;

@@ -58,13 +58,7 @@ class CudaVsCpu : public ::testing::Test {
 
 Conv2dDesc conv(Shape in, int64_t co, int kh, int kw, int stride, Padding p, bool bias = false,
                 DType compute = DType::f32) {
-  Conv2dDesc d;
-  d.input = in;
-  d.out_channels = co;
-  d.kernel_h = kh;
-  d.kernel_w = kw;
-  d.stride_h = d.stride_w = stride;
-  d.padding = p;
+  Conv2dDesc d = testing::conv_geometry(in, co, kh, kw, stride, p);
   d.has_bias = bias;
   d.compute = compute;
   return d;

@@ -162,6 +162,20 @@ inline void expect_near(const Vec& actual, const Vec& expected, double atol, dou
   }
 }
 
+// A convolution of this geometry, every other field the default; the op tests' case tables
+// vary these and set the rest themselves.
+inline Conv2dDesc conv_geometry(const Shape& input, int64_t filters, int kh, int kw, int stride,
+                                Padding padding) {
+  Conv2dDesc d;
+  d.input = input;
+  d.out_channels = filters;
+  d.kernel_h = kh;
+  d.kernel_w = kw;
+  d.stride_h = d.stride_w = stride;
+  d.padding = padding;
+  return d;
+}
+
 // A convolution's random input, filter (and bias) and output gradient for OpHarness.
 inline OpRun conv_run(const Conv2dDesc& d, uint32_t seed) {
   OpRun run;
