@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "backend/cpu/im2col_conv.h"
 #include "op_harness.h"
 
 namespace ic {
@@ -181,7 +182,8 @@ TEST(CpuInferenceConv, TimedChoiceIsValidAndAgrees) {
     const std::string impl = timed_h.kernel().implementation();
     EXPECT_TRUE(impl.find(" direct ") != std::string::npos ||
                 impl.find(" winograd ") != std::string::npos ||
-                impl.find(" auto ") != std::string::npos)
+                impl.find(" auto ") != std::string::npos || impl.rfind("ic:im2col ", 0) == 0 ||
+                impl.rfind("ic:matmul ", 0) == 0)
         << impl;
     EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;  // never oneDNN's reference loops
     OpRun a = forward_run(fixed, seed += 10);
@@ -301,6 +303,72 @@ TEST(CpuInferenceConv, FusedActivationsMatchReference) {
           EXPECT_GT(std::count_if(want.begin(), want.end(), [](double v) { return v >= 6.0; }), 0);
         }
       }
+}
+
+// The convolution as a matrix product over its columns (backend/cpu/im2col_conv.h), one of the
+// plans timing tries: every padding and stride, pointwise ones reading their input as it is,
+// with and without a bias, each post-op, weights constant (converted once) or not, and a batch
+// whose columns exceed kColumnBytes together (three products, an image each).
+TEST(CpuIm2colConv, MatchesReference) {
+  auto backend = cpu_backend();
+  cpu::DnnlContext ctx;
+  // 32x32 outputs of 3x3 over 85 channels: 3.0 MiB of columns an image.
+  const InferenceCase big{{3, 32, 32, 85}, 16, 3, 3, 1, Padding::same};
+  std::vector<InferenceCase> cases(std::begin(kInferenceCases), std::end(kInferenceCases));
+  cases.push_back({{2, 9, 9, 6}, 5, 1, 1, 2, Padding::same});  // pointwise, stride 2: copied
+  cases.push_back(big);
+  uint32_t seed = 1700;
+  for (const InferenceCase& c : cases)
+    for (int post = 0; post < 3; ++post)
+      for (bool constant : {false, true}) {
+        Conv2dDesc d = inference_conv(c, post == 1, constant, /*timed=*/false);
+        if (post == 2) d.fused_activation = Activation::swish;
+        d.has_bias = post != 0;
+        SCOPED_TRACE(conv_name(d) + (d.has_bias ? " bias" : ""));
+        ASSERT_TRUE(cpu::im2col_conv_applies(d));
+        OpHarness h(*backend, cpu::make_im2col_conv(d, ctx));
+        const std::string impl = h.kernel().implementation();
+        const bool pointwise = c.kh == 1 && c.kw == 1 && c.stride == 1;
+        EXPECT_EQ(impl.rfind(pointwise ? "ic:matmul " : "ic:im2col ", 0), 0u) << impl;
+        if (c.input == big.input) {
+          EXPECT_NE(impl.find("3 products"), std::string::npos) << impl;
+        }
+        OpRun run = forward_run(d, seed += 10);
+        if (!d.has_bias) run.params.pop_back();
+        // Twice: the harness poisons the workspace after each run, so the columns must be
+        // rebuilt from the input at each forward.
+        h.run(run);
+        OpRun again = run;
+        h.run(again);
+        OpRun with_zero_bias = run;
+        if (!d.has_bias) with_zero_bias.params.push_back(Vec(size_t(d.out_channels), 0.0));
+        const Vec want = reference(d, with_zero_bias);
+        expect_near(run.outputs[0], want, 1e-4, 1e-4, "im2col y");
+        expect_near(again.outputs[0], want, 1e-4, 1e-4, "im2col y again");
+      }
+}
+
+TEST(CpuIm2colConv, OnlyForwardUngroupedFloat32) {
+  Conv2dDesc d = inference_conv(kInferenceCases[0], true, true, true);
+  EXPECT_TRUE(cpu::im2col_conv_applies(d));
+  Conv2dDesc training = d;
+  training.training = true;
+  training.fused_relu = false;
+  EXPECT_FALSE(cpu::im2col_conv_applies(training));
+  Conv2dDesc grouped = inference_conv({{1, 6, 6, 8}, 8, 3, 3, 1, Padding::same}, true, true, true);
+  grouped.groups = 4;
+  EXPECT_FALSE(cpu::im2col_conv_applies(grouped));
+  Conv2dDesc bf16 = d;
+  bf16.activations = bf16.compute = DType::bf16;
+  EXPECT_FALSE(cpu::im2col_conv_applies(bf16));
+  // 147x147 outputs of a 3x3 over 32 channels: 24.9 MB of columns for one image.
+  Conv2dDesc huge =
+      inference_conv({{1, 147, 147, 32}, 64, 3, 3, 1, Padding::same}, true, true, true);
+  EXPECT_FALSE(cpu::im2col_conv_applies(huge));
+  // A pointwise one copies nothing, whatever its size.
+  Conv2dDesc pointwise =
+      inference_conv({{1, 147, 147, 64}, 80, 1, 1, 1, Padding::same}, true, true, true);
+  EXPECT_TRUE(cpu::im2col_conv_applies(pointwise));
 }
 
 TEST(CpuInferenceConv, FusedPostOpsNeedForwardOnlyAndOneActivation) {

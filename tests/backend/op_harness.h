@@ -67,6 +67,10 @@ class OpHarness {
     EXPECT_TRUE(kernel.ok()) << kernel.status().message();
     if (kernel.ok()) kernel_ = std::move(kernel).value();
   }
+  // A kernel made otherwise (one implementation of a backend's, asked for by name), whose
+  // buffers `backend` allocates.
+  OpHarness(Backend& backend, std::unique_ptr<OpKernel> kernel)
+      : backend_(backend), kernel_(std::move(kernel)) {}
   bool ok() const { return kernel_ != nullptr; }
   OpKernel& kernel() { return *kernel_; }
 

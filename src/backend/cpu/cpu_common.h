@@ -33,11 +33,13 @@ using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
 // How one convolution runs: oneDNN's algorithm, the activation layout asked for (nhwc, or
-// any: oneDNN's choice, converted inside the kernel) and the type x and w are computed in.
+// any: oneDNN's choice, converted inside the kernel) and the type x and w are computed in; or,
+// by_matmul, as im2col_conv.h's matrix product on NHWC in float32 (alg and activations unused).
 struct ConvPlan {
   dnnl::algorithm alg = dnnl::algorithm::convolution_direct;
   dt compute = dt::f32;
   tag activations = tag::nhwc;
+  bool by_matmul = false;
 };
 
 // A 64-byte aligned buffer owned by a kernel (reordered weights and the like).
