@@ -57,6 +57,7 @@ struct ServeFlags {
   int32_t http_threads = 32;
   int64_t max_batch_size = 32;
   int64_t batch_timeout_micros = 2000;
+  bool batch_wait_when_idle = false;
   int64_t max_queue = 1024;
   int64_t max_body_bytes = 64 << 20;
   int64_t max_image_pixels = ic::kDefaultMaxImagePixels;
@@ -109,7 +110,11 @@ const ic::FlagTable<ServeFlags>& serve_flags() {
       number("max_batch_size", &O::max_batch_size, from_to(1, 4096),
              "Instances run together at most (graphs 1, 2, 4, ... this)"),
       number("batch_timeout_micros", &O::batch_timeout_micros, at_least(0),
-             "How long the oldest queued instance waits for a batch to fill"),
+             "How long the oldest queued instance waits for a batch to fill, while other "
+             "requests are being prepared"),
+      boolean("batch_wait_when_idle", &O::batch_wait_when_idle,
+              "Wait out --batch_timeout_micros even when no other request is being prepared "
+              "(TF Serving's batcher): a lone request then waits the whole timeout"),
       number("max_queue", &O::max_queue, at_least(1),
              "Instances waiting for the model at most; more answer 503"),
       number("max_body_bytes", &O::max_body_bytes, at_least(1), "Larger request bodies answer 413"),
@@ -196,6 +201,7 @@ int serve_main(int argc, char** argv) {
   options.http_threads = flags.http_threads;
   options.max_batch_size = flags.max_batch_size;
   options.batch_timeout = std::chrono::microseconds(flags.batch_timeout_micros);
+  options.batch_wait_when_idle = flags.batch_wait_when_idle;
   options.max_queue = flags.max_queue;
   options.max_body_bytes = static_cast<size_t>(flags.max_body_bytes);
   options.max_image_pixels = flags.max_image_pixels;

@@ -51,9 +51,31 @@ Status Batcher::admit(int64_t count) const {
   return room_for(count);
 }
 
-Status Batcher::submit(const std::shared_ptr<BatchJob>& job) {
+Batcher::Arrival::Arrival(Batcher& batcher) : batcher_(&batcher) {
+  std::lock_guard lock(batcher.mutex_);
+  ++batcher.arriving_;
+}
+
+Batcher::Arrival::~Arrival() {
+  if (!batcher_) return;
+  Batcher& batcher = *batcher_;
+  {
+    std::lock_guard lock(batcher.mutex_);
+    batcher.end_arrival(*this);
+  }
+  batcher.wake_.notify_one();
+}
+
+void Batcher::end_arrival(Arrival& arrival) {
+  if (!arrival.batcher_) return;
+  arrival.batcher_ = nullptr;
+  --arriving_;
+}
+
+Status Batcher::submit(const std::shared_ptr<BatchJob>& job, Arrival* arrival) {
   {
     std::lock_guard lock(mutex_);
+    if (arrival) end_arrival(*arrival);
     if (stopping_) return cancelled("the server is shutting down");
     IC_RETURN_IF_ERROR(room_for(job->count()));
     if (queue_.empty()) oldest_queued_at_ = std::chrono::steady_clock::now();
@@ -115,11 +137,11 @@ void Batcher::loop() {
       }
       wake_.wait(lock, has_work);
       if (queue_.empty()) return;  // stopping, and nothing left
-      // Wait for a full batch, at most batch_timeout after the oldest instance was queued;
-      // when stopping, run what there is.
+      // Wait for a full batch, at most batch_timeout after the oldest instance was queued, and
+      // only while other requests are being prepared; when stopping, run what there is.
       wake_.wait_until(lock, oldest_queued_at_ + options_.batch_timeout, [&] {
         return static_cast<int64_t>(queue_.size()) >= options_.max_batch_size || stopping_ ||
-               no_wait_;
+               no_wait_ || (arriving_ == 0 && !options_.wait_when_idle);
       });
       drop_cancelled_front();
       if (queue_.empty()) continue;

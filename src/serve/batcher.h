@@ -3,6 +3,13 @@
 // batch_timeout has passed since the oldest was queued), runs the model once, and hands each
 // request its rows of logits. The queue is bounded: an instance that does not fit is refused
 // at once (the server answers 503) instead of the queue growing without limit.
+//
+// The wait is for company that is on its way: front ends announce each request from when they
+// start preparing it (an Arrival: parsing, decoding) until they submit it. When none is being
+// prepared, nothing more can join soon, and what is queued runs at once instead of waiting out
+// the timeout (unless BatcherOptions::wait_when_idle, TF Serving's batcher's way). A lone
+// request then pays no batching delay, while under load, where requests are always being
+// prepared, batches fill as before.
 #pragma once
 
 #include <chrono>
@@ -56,6 +63,8 @@ struct BatcherOptions {
   int64_t max_batch_size = 32;
   std::chrono::microseconds batch_timeout{2000};
   int64_t max_queue = 1024;  // instances waiting, not counting the batch that is running
+  // Wait out batch_timeout even when no other request is being prepared.
+  bool wait_when_idle = false;
 };
 
 class Batcher {
@@ -67,9 +76,23 @@ class Batcher {
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
+  // A request a front end is preparing for the queue, from before it is parsed until submit()
+  // takes it, or until it is dropped (an error answered instead).
+  class Arrival {
+   public:
+    explicit Arrival(Batcher& batcher);
+    ~Arrival();  // an Arrival never submitted leaves here
+    Arrival(const Arrival&) = delete;
+    Arrival& operator=(const Arrival&) = delete;
+
+   private:
+    friend class Batcher;
+    Batcher* batcher_;  // null once submitted
+  };
+
   // Queues every instance of `job`, or none: an error when they do not fit in the queue or the
-  // batcher is stopping.
-  Status submit(const std::shared_ptr<BatchJob>& job);
+  // batcher is stopping. `arrival` (may be null), the job's announcement, ends here either way.
+  Status submit(const std::shared_ptr<BatchJob>& job, Arrival* arrival = nullptr);
   // Whether `count` instances would fit now (submit() checks again): lets a front end refuse
   // a request before it allocates the request's image buffers.
   Status admit(int64_t count) const;
@@ -90,6 +113,8 @@ class Batcher {
   Status room_for(int64_t count) const;
   // Removes cancelled items from the front; the caller holds mutex_.
   void drop_cancelled_front();
+  // Ends `arrival` if it has not ended; the caller holds mutex_.
+  void end_arrival(Arrival& arrival);
 
   const BatcherOptions options_;
   std::function<void(int64_t, std::chrono::nanoseconds)> on_batch_;
@@ -99,6 +124,7 @@ class Batcher {
   std::chrono::steady_clock::time_point oldest_queued_at_;
   bool stopping_ = false;
   bool no_wait_ = false;
+  int64_t arriving_ = 0;       // Arrivals not yet submitted or dropped
   int64_t batches_run_ = 0;    // the batcher thread's own count
   bool trim_pending_ = false;  // a batch ran since memory was last given back
   std::thread thread_;

@@ -63,11 +63,11 @@ std::optional<Clock::time_point> client_deadline(const grpc::ServerContext& cont
 class JobRunner {
  public:
   JobRunner(ServingCore& core, grpc::ServerContext& context)
-      : core_(core), context_(context), arrived_(Clock::now()) {}
+      : core_(core), context_(context), arrived_(Clock::now()), arrival_(core.arriving()) {}
 
   grpc::Status run(const std::shared_ptr<BatchJob>& job) {
     const std::optional<Clock::time_point> deadline = client_deadline(context_);
-    const Status status = core_.run(job, arrived_, deadline);
+    const Status status = core_.run(job, arrival_, arrived_, deadline);
     if (!status.ok() && deadline && Clock::now() >= *deadline) {
       return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                           "the client's deadline passed before the model answered");
@@ -98,6 +98,7 @@ class JobRunner {
   ServingCore& core_;
   grpc::ServerContext& context_;
   Clock::time_point arrived_;
+  Batcher::Arrival arrival_;  // from the call's start until its job is queued
   std::string model_;
 };
 

@@ -163,6 +163,7 @@ class Routes {
   http::Response predict(const http::Request& http_request,
                          const std::shared_ptr<ServedModel>& model, bool classify,
                          Clock::time_point arrived) {
+    Batcher::Arrival arrival = core_.arriving();
     PredictRequest request;
     Status status = parse_predict_body(http_request.body, classify, &request);
     if (!status.ok()) return error_answer(status);
@@ -180,7 +181,7 @@ class Routes {
       if (!status.ok()) return error_answer(status);
     }
     const Clock::time_point preprocessed = Clock::now();
-    status = core_.run(job, arrived);
+    status = core_.run(job, arrival, arrived);
     if (!status.ok()) return error_answer(status);
     const Clock::time_point ran = Clock::now();
     const float* logits = job->logits(0);

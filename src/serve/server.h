@@ -45,6 +45,8 @@ struct ServerOptions {
   ServePrecision precision = ServePrecision::automatic;
   int64_t max_batch_size = 32;
   std::chrono::microseconds batch_timeout{2000};
+  // Wait out batch_timeout even when no other request is being prepared (serve/batcher.h).
+  bool batch_wait_when_idle = false;
   int64_t max_queue = 1024;              // instances waiting for the model
   size_t max_body_bytes = 64 << 20;      // larger bodies get 413
   int64_t max_image_pixels = 100000000;  // larger images get 413, refused before decoding

@@ -15,7 +15,8 @@ ServingCore::ServingCore(const ServerOptions& options)
       inflight_budget_(std::make_shared<ByteBudget>(options.max_inflight_bytes)) {
   ServerMetrics* metrics = metrics_.get();
   batcher_ = std::make_unique<Batcher>(
-      BatcherOptions{options.max_batch_size, options.batch_timeout, options.max_queue},
+      BatcherOptions{options.max_batch_size, options.batch_timeout, options.max_queue,
+                     options.batch_wait_when_idle},
       [metrics](int64_t size, std::chrono::nanoseconds took) {
         metrics->record_batch(size, std::chrono::duration<double>(took).count());
       });
@@ -96,9 +97,10 @@ InstanceOptions ServingCore::instance_options(const ServedModel& model) const {
           model.meta().preprocessing};
 }
 
-Status ServingCore::run(const std::shared_ptr<BatchJob>& job, Clock::time_point arrived,
+Status ServingCore::run(const std::shared_ptr<BatchJob>& job, Batcher::Arrival& arrival,
+                        Clock::time_point arrived,
                         std::optional<Clock::time_point> deadline) const {
-  IC_RETURN_IF_ERROR(batcher_->submit(job));
+  IC_RETURN_IF_ERROR(batcher_->submit(job, &arrival));
   Clock::time_point until = arrived + options_.request_timeout;
   if (deadline && *deadline < until) until = *deadline;
   if (!job->wait_until(until)) {

@@ -59,10 +59,15 @@ class ServingCore {
   // How instances for `model` are preprocessed (its image size, the pixel limit).
   InstanceOptions instance_options(const ServedModel& model) const;
 
-  // Queues `job` and waits for its logits until `deadline` or the request timeout after
-  // `arrived`, whichever comes first: unavailable when the queue is full or time runs out,
-  // cancelled when shutting down.
-  Status run(const std::shared_ptr<BatchJob>& job, Clock::time_point arrived,
+  // Announces a request a front end starts preparing (parsing, decoding), before anything
+  // else: while some are, a queued batch waits for them (Batcher::Arrival). Ends at run().
+  Batcher::Arrival arriving() const { return Batcher::Arrival(*batcher_); }
+
+  // Queues `job` (its announcement `arrival` ends) and waits for its logits until `deadline`
+  // or the request timeout after `arrived`, whichever comes first: unavailable when the queue
+  // is full or time runs out, cancelled when shutting down.
+  Status run(const std::shared_ptr<BatchJob>& job, Batcher::Arrival& arrival,
+             Clock::time_point arrived,
              std::optional<Clock::time_point> deadline = std::nullopt) const;
 
   // Whether the queue has room for `count` instances now (run() checks again).

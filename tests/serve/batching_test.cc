@@ -74,6 +74,8 @@ TEST(ServeBatching, ConcurrentRequestsMatchSingleRequestsAndClassify) {
   RunningServer one_by_one(options);
   options.max_batch_size = kImages;
   options.batch_timeout = std::chrono::seconds(10);
+  // Even while no other request is being prepared: the clients below start one by one.
+  options.batch_wait_when_idle = true;
   RunningServer batching(options);
   const std::string path = "/v1/models/inception_v3:predict";
   std::vector<std::string> bodies;
@@ -114,6 +116,26 @@ TEST(ServeBatching, ConcurrentRequestsMatchSingleRequestsAndClassify) {
   EXPECT_NE(single[0], single[1]);
 }
 
+// Nothing else is on its way, so a lone request runs at once instead of waiting 10 s for company
+// (serve/batcher.h): REST and gRPC alike.
+TEST(ServeBatching, ALoneRequestDoesNotWaitOutTheTimeout) {
+  TempDir dir;
+  train_model(dir.sub("model"), 2);
+  ServerOptions options;
+  options.model_dir = dir.sub("model");
+  options.max_batch_size = 4;
+  options.batch_timeout = std::chrono::seconds(10);
+  RunningServer server(options);
+  const std::string body = json{{"instances", {b64_instance(test_image(1))}}}.dump();
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const Reply reply = post(server, "/v1/models/inception_v3:predict", body);
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  }
+  EXPECT_EQ(batches_run(server), 3);
+}
+
 TEST(ServeBatching, AFullQueueAnswersServiceUnavailable) {
   TempDir dir;
   train_model(dir.sub("model"), 2);
@@ -121,8 +143,9 @@ TEST(ServeBatching, AFullQueueAnswersServiceUnavailable) {
   options.model_dir = dir.sub("model");
   options.max_batch_size = 4;
   options.max_queue = 2;
-  // A batch waits 3 s to fill, so what is queued stays queued while we look.
+  // A batch waits 3 s to fill, alone too, so what is queued stays queued while we look.
   options.batch_timeout = std::chrono::seconds(3);
+  options.batch_wait_when_idle = true;
   RunningServer server(options);
   const std::string path = "/v1/models/inception_v3:predict";
   const json one = {{"instances", {b64_instance(test_image(1))}}};
@@ -161,6 +184,7 @@ TEST(ServeBatching, ARequestNotAnsweredInTimeGetsServiceUnavailable) {
   options.model_dir = dir.sub("model");
   options.max_batch_size = 4;
   options.batch_timeout = std::chrono::seconds(5);  // a lone instance waits this long
+  options.batch_wait_when_idle = true;
   options.request_timeout = std::chrono::milliseconds(300);
   RunningServer server(options);
   const auto start = std::chrono::steady_clock::now();

@@ -305,6 +305,7 @@ TEST_F(ServeGrpc, ErrorsHaveTensorFlowServingsCodes) {
 class ServeGrpcSlowBatches : public ServeGrpc {
   void customize(ServerOptions& options) override {
     options.batch_timeout = std::chrono::seconds(3);
+    options.batch_wait_when_idle = true;
   }
 };
 
@@ -314,6 +315,23 @@ TEST_F(ServeGrpcSlowBatches, AClientDeadlineThatPassesIsDeadlineExceeded) {
       context_with_deadline(std::chrono::milliseconds(500)).get(),
       float_request({preprocessed(test_image(8), kSize)}, true), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+}
+
+// Batches that would wait 10 s to fill: a lone call, with nothing else on its way, runs at once.
+class ServeGrpcLongBatchTimeout : public ServeGrpc {
+  void customize(ServerOptions& options) override {
+    options.batch_timeout = std::chrono::seconds(10);
+  }
+};
+
+TEST_F(ServeGrpcLongBatchTimeout, ALoneCallDoesNotWaitOutTheTimeout) {
+  tfs::PredictResponse response;
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status status = client_->prediction->Predict(
+      context_with_deadline(std::chrono::seconds(8)).get(),
+      float_request({preprocessed(test_image(8), kSize)}, true), &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST(ServeGrpcNoModel, IsUnavailableUntilACheckpointAppears) {

@@ -144,9 +144,10 @@ TEST_F(HostileClients, SighupIsIgnoredAndSigtermAnswersWhatWasSentBeforeIt) {
   // comes, and the drain runs it at once.
   EXPECT_EQ(serve_->terminate_and_wait(), 0);
   terminated_ = true;
-  ServeProcess serve(log_ + ".batching",
-                     {"--model_dir=" + dir_->sub("model"), "--port=0", "--rest_api_port=-1",
-                      "--num_threads=1", "--max_batch_size=8", "--batch_timeout_micros=3000000"});
+  ServeProcess serve(
+      log_ + ".batching",
+      {"--model_dir=" + dir_->sub("model"), "--port=0", "--rest_api_port=-1", "--num_threads=1",
+       "--max_batch_size=8", "--batch_timeout_micros=3000000", "--batch_wait_when_idle=true"});
   const int port = serve.port();
   ASSERT_GT(port, 0) << read_text(log_ + ".batching");
   serve.send_signal(SIGHUP);

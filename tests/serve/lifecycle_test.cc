@@ -90,9 +90,10 @@ TEST(ServeProgram, SigtermAnswersEveryRequestInFlightAndExitsZero) {
   train_model(dir.sub("model"), 2);
   // A batch would wait 20 s to fill: the requests are in flight, queued, when SIGTERM comes,
   // and shutting down runs them at once.
-  ServeProcess serve(dir.sub("serve.log"),
-                     {"--model_dir=" + dir.sub("model"), "--port=0", "--rest_api_port=-1",
-                      "--num_threads=1", "--max_batch_size=8", "--batch_timeout_micros=20000000"});
+  ServeProcess serve(
+      dir.sub("serve.log"),
+      {"--model_dir=" + dir.sub("model"), "--port=0", "--rest_api_port=-1", "--num_threads=1",
+       "--max_batch_size=8", "--batch_timeout_micros=20000000", "--batch_wait_when_idle=true"});
   const int port = serve.port();
   ASSERT_GT(port, 0) << read_text(dir.sub("serve.log"));
   constexpr int kRequests = 4;

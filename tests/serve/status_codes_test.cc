@@ -60,8 +60,8 @@ TEST(BatcherCodes, AFullQueueIsUnavailableAndAStoppedOneCancelled) {
   Result<std::unique_ptr<ServedModel>> loaded = ServedModel::load(backend, dir.path(), "", 4);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   const std::shared_ptr<ServedModel> model = std::move(*loaded);
-  // A batch waits an hour to fill: what is queued stays queued.
-  Batcher batcher(BatcherOptions{4, std::chrono::hours(1), 2}, nullptr);
+  // A batch waits an hour to fill, even alone: what is queued stays queued.
+  Batcher batcher(BatcherOptions{4, std::chrono::hours(1), 2, /*wait_when_idle=*/true}, nullptr);
 
   const Status never = batcher.submit(std::make_shared<BatchJob>(model, 3));
   EXPECT_EQ(never.code(), StatusCode::unavailable) << never.message();
