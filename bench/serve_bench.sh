@@ -19,6 +19,8 @@
 #      does)
 #
 #   bench/serve_bench.sh [build_dir] [batch] [threads] [seconds]
+#   env: PRECISION=auto BATCH_TIMEOUT_MICROS=2000 SERVE_FLAGS= (more serve flags, e.g.
+#        --batch_wait_when_idle=true for TF Serving's batching wait) SKIP_BUILD=1 PORT=18599
 # Heavy: run it on an otherwise idle machine (it prints `uptime` first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +59,7 @@ export BODY="$work/body.json"
 "$bin/serve" --model_dir="$work/model" --port="$grpc_port" --rest_api_port="$port" --num_threads="$threads" \
   --precision="${PRECISION:-auto}" \
   --max_batch_size="$batch" --batch_timeout_micros="${BATCH_TIMEOUT_MICROS:-2000}" \
+  ${SERVE_FLAGS:-} \
   2>"$work/serve.log" &
 server_pid=$!
 for _ in $(seq 1 600); do
