@@ -116,6 +116,9 @@ class Backend {
   // and say so here (timing it now if it has not); the inference graph then keeps that layer's
   // activations in float32 as well (graph/precision_pass.h). Elsewhere: the type asked.
   virtual Result<DType> conv_compute_type(const Conv2dDesc& d) { return d.compute; }
+  // Whether compile() takes `d`, a pointwise convolution with a depthwise one fused after it
+  // (Conv2dDesc::fused_depthwise); the inference graph fuses only where this says yes.
+  virtual bool fuses_depthwise(const Conv2dDesc&) { return false; }
 
   // Memory -----------------------------------------------------------------------------
   virtual Result<DeviceBuffer> allocate(size_t bytes) = 0;  // 64-byte aligned at least

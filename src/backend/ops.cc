@@ -29,9 +29,17 @@ Pads tf_pads(int64_t in_h, int64_t in_w, int kernel_h, int kernel_w, int stride_
   return p;
 }
 
-Shape Conv2dDesc::output() const {
+Shape Conv2dDesc::conv_output() const {
   return Shape{input.n(), tf_output_size(input.h(), kernel_h, stride_h, padding),
                tf_output_size(input.w(), kernel_w, stride_w, padding), out_channels};
+}
+
+Shape Conv2dDesc::output() const {
+  const Shape own = conv_output();
+  if (!fused_depthwise) return own;
+  const int stride = fused_depthwise->stride;
+  return Shape{own.n(), tf_output_size(own.h(), 3, stride, Padding::same),
+               tf_output_size(own.w(), 3, stride, Padding::same), own.c()};
 }
 
 Shape Pool2dDesc::output() const {
@@ -74,6 +82,19 @@ Status check_conv_post_ops(const Conv2dDesc& d) {
   if (d.fused_relu && d.fused_activation)
     return error("conv2d: a fused ReLU and a fused ", activation_name(*d.fused_activation),
                  " together (one post-op activation at most)");
+  if (d.fused_depthwise) {
+    const FusedDepthwise& dw = *d.fused_depthwise;
+    if (d.training || d.int8 || d.groups != 1 || d.kernel_h != 1 || d.kernel_w != 1 ||
+        d.stride_h != 1 || d.stride_w != 1 || !d.has_bias || !d.constant_weights)
+      return error(
+          "conv2d: a fused depthwise convolution follows only a forward-only pointwise "
+          "(1x1, stride 1, ungrouped, float) convolution with a bias and constant "
+          "weights");
+    if ((dw.stride != 1 && dw.stride != 2) || (dw.relu && dw.activation))
+      return error("conv2d: a fused depthwise convolution of stride ", dw.stride,
+                   (dw.relu && dw.activation) ? " with two activations" : "",
+                   " (stride 1 or 2, one activation at most)");
+  }
   if (d.training && (d.fused_relu || d.fused_activation))
     return error("conv2d: a fused ",
                  d.fused_activation ? activation_name(*d.fused_activation) : "ReLU",
@@ -84,14 +105,17 @@ Status check_conv_post_ops(const Conv2dDesc& d) {
 
 namespace {
 
-// A convolution's name: [kind][post-op], kind float/grouped/int8, post-op none, relu, then
+// A convolution's name: [kind][post-op], kind float/grouped/int8/with a fused depthwise
+// convolution after it, post-op (the convolution's own) none, relu, then
 // Activation's relu6, sigmoid, swish.
-constexpr const char* kConvNames[3][5] = {
+constexpr const char* kConvNames[4][5] = {
     {"conv2d", "conv2d+relu", "conv2d+relu6", "conv2d+sigmoid", "conv2d+swish"},
     {"grouped_conv2d", "grouped_conv2d+relu", "grouped_conv2d+relu6", "grouped_conv2d+sigmoid",
      "grouped_conv2d+swish"},
     {"conv2d_int8", "conv2d_int8+relu", "conv2d_int8+relu6", "conv2d_int8+sigmoid",
      "conv2d_int8+swish"},
+    {"conv2d+depthwise", "conv2d+relu+depthwise", "conv2d+relu6+depthwise",
+     "conv2d+sigmoid+depthwise", "conv2d+swish+depthwise"},
 };
 
 static_assert(static_cast<int>(Activation::relu6) == 0 &&
@@ -100,7 +124,7 @@ static_assert(static_cast<int>(Activation::relu6) == 0 &&
 
 struct OpNamer {
   const char* operator()(const Conv2dDesc& d) const {
-    const int kind = d.int8 ? 2 : d.groups > 1 ? 1 : 0;
+    const int kind = d.fused_depthwise ? 3 : d.int8 ? 2 : d.groups > 1 ? 1 : 0;
     const int post = d.fused_activation ? 2 + static_cast<int>(*d.fused_activation)
                      : d.fused_relu     ? 1
                                         : 0;
@@ -150,8 +174,10 @@ DType activation_type(const OpDesc& desc) { return std::visit(ActivationType{}, 
 
 int64_t op_multiply_adds(const OpDesc& desc) {
   if (const auto* conv = std::get_if<Conv2dDesc>(&desc)) {
-    const Shape out = conv->output();
-    return out.numel() * conv->kernel_h * conv->kernel_w * conv->in_channels_per_group();
+    const Shape own = conv->conv_output();
+    const int64_t depthwise = conv->fused_depthwise ? conv->output().numel() * 9 : 0;
+    return own.numel() * conv->kernel_h * conv->kernel_w * conv->in_channels_per_group() +
+           depthwise;
   }
   if (const auto* dense = std::get_if<DenseDesc>(&desc)) {
     return dense->batch * dense->in_features * dense->out_features;

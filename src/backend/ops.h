@@ -63,6 +63,16 @@ struct Int8Conv {
 // [g*Co/G, (g+1)*Co/G) read only input channels [g*Ci/G, (g+1)*Ci/G) (TensorFlow's grouped
 // Conv2D). Depthwise is groups = Ci = Co, whose weights [kh,kw,1,C] have the same bytes as
 // TensorFlow's depthwise filter [kh,kw,C,1].
+// A depthwise 3x3 convolution applied to a pointwise convolution's output in the same pass
+// (Conv2dDesc::fused_depthwise): TF's SAME padding, a bias, and its own activation. The
+// pointwise convolution's output never reaches memory whole; on large maps it is the bulk of
+// MobileNet v2's traffic.
+struct FusedDepthwise {
+  int stride = 1;  // 1 or 2, in both dimensions
+  bool relu = false;
+  std::optional<Activation> activation = std::nullopt;  // not together with relu
+};
+
 struct Conv2dDesc {
   Shape input;
   int64_t out_channels = 0;
@@ -93,7 +103,14 @@ struct Conv2dDesc {
   bool time_algorithms = false;
   // int8 inference (forward only, constant weights; see Int8Conv). Unset: float32/bf16.
   std::optional<Int8Conv> int8 = std::nullopt;
+  // Forward only, on a pointwise (1x1, stride 1, ungrouped) float32 convolution with constant
+  // weights and a bias: a depthwise 3x3 after it in the same pass (graph/inference_passes.h's
+  // fuse_depthwise_into_pointwise, where Backend::fuses_depthwise accepts it). Its weights
+  // ([3,3,1,C], HWIO) and bias [C] are params[2] and params[3]; output() is its output.
+  std::optional<FusedDepthwise> fused_depthwise = std::nullopt;
   Shape output() const;
+  // The convolution's own output: before a fused depthwise convolution, else output().
+  Shape conv_output() const;
   int64_t in_channels_per_group() const { return input.c() / groups; }
   int64_t weight_count() const {
     return int64_t{kernel_h} * kernel_w * in_channels_per_group() * out_channels;

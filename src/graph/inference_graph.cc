@@ -84,6 +84,9 @@ Result<InferenceGraph> prepare_inference_graph(const Graph& graph, const ParamSo
     return error("activations in ", dtype_name(options.activations),
                  ": an inference graph holds them in f32 or bf16");
   }
+  // Last: it needs the final types (float32 only) and each layer's own output for int8's scales.
+  if (options.fold_batch_norm && !options.int8 && options.fuses_depthwise)
+    inference = fuse_depthwise_into_pointwise(std::move(inference), options.fuses_depthwise);
   return inference;
 }
 

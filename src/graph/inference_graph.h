@@ -54,6 +54,10 @@ struct InferenceGraphOptions {
   // convolutions that only int8 layers read write u8 themselves (write_int8_outputs: the same
   // bytes); false keeps a Quantize node before every int8 layer, for comparisons.
   bool int8_outputs = true;
+  // Where set (and folding is on, without int8): a depthwise convolution after a pointwise one
+  // runs inside it where this says the backend takes the fused desc (Backend::fuses_depthwise;
+  // inference_passes.h's fuse_depthwise_into_pointwise). Unset: no such fusion.
+  std::function<bool(const Conv2dDesc&)> fuses_depthwise;
 };
 
 // One parameter's value as a checkpoint holds it: shape.numel() float32s, row-major,

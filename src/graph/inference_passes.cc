@@ -154,6 +154,58 @@ InferenceGraph fuse_conv_activations(InferenceGraph in) {
 
 namespace {
 
+// Whether `d` is a convolution a depthwise one may be fused after (fuse_depthwise_into_pointwise).
+bool fusable_pointwise(const Conv2dDesc& d) {
+  return !d.training && !d.int8 && !d.fused_depthwise && d.groups == 1 && d.kernel_h == 1 &&
+         d.kernel_w == 1 && d.stride_h == 1 && d.stride_w == 1 && d.has_bias &&
+         d.compute == DType::f32 && d.activations == DType::f32;
+}
+
+// Whether `d` is a depthwise convolution that can run inside the one before it.
+bool fusable_depthwise(const Conv2dDesc& d) {
+  return !d.training && !d.int8 && d.depthwise() && d.kernel_h == 3 && d.kernel_w == 3 &&
+         d.stride_h == d.stride_w && (d.stride_h == 1 || d.stride_h == 2) &&
+         d.padding == Padding::same && d.has_bias && d.compute == DType::f32 &&
+         d.activations == DType::f32;
+}
+
+}  // namespace
+
+InferenceGraph fuse_depthwise_into_pointwise(
+    InferenceGraph in, const std::function<bool(const Conv2dDesc&)>& accepts) {
+  if (in.graph.training || !accepts) return in;
+  const auto consumers = value_consumers(in.graph);
+  const auto visible = externally_visible(in.graph);
+  std::vector<bool> removed(in.graph.nodes.size(), false);
+  int fused = 0;
+  for (size_t i = 0; i < in.graph.nodes.size(); ++i) {
+    const Node& dw_node = in.graph.nodes[i];
+    const auto* dw = std::get_if<Conv2dDesc>(&dw_node.desc);
+    if (dw == nullptr || !fusable_depthwise(*dw)) continue;
+    const auto between = static_cast<size_t>(dw_node.inputs.at(0));
+    const NodeId producer = in.graph.values[between].producer;
+    if (producer == kNone || consumers[between].size() != 1 || visible[between]) continue;
+    Node& pw_node = in.graph.nodes[static_cast<size_t>(producer)];
+    auto* pw = std::get_if<Conv2dDesc>(&pw_node.desc);
+    if (pw == nullptr || !fusable_pointwise(*pw) || removed[static_cast<size_t>(producer)])
+      continue;
+    Conv2dDesc both = *pw;
+    both.fused_depthwise = FusedDepthwise{dw->stride_h, dw->fused_relu, dw->fused_activation};
+    if (both.output() != dw->output() || !accepts(both)) continue;
+    *pw = both;
+    pw_node.params.insert(pw_node.params.end(), dw_node.params.begin(), dw_node.params.end());
+    pw_node.outputs[0] = dw_node.outputs.at(0);
+    removed[i] = true;
+    ++fused;
+  }
+  if (fused == 0) return in;
+  in.stats.fused_depthwise += fused;
+  in.graph = without_nodes(std::move(in.graph), removed);
+  return in;
+}
+
+namespace {
+
 // The 1x1 stride-1 convolution (not int8) that alone reads the stride-1 average pool `pool`'s
 // output, when it has fewer output than input channels; else null.
 const Node* pointwise_reader(const Graph& graph, const Node& pool,

@@ -5,6 +5,7 @@
 // keeps its slot with producer kNone); node and parameter ids change.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -22,6 +23,7 @@ struct InferencePassStats {
   int fused_conv_relu = 0;           // ReLUs that became their convolution's post-op
   int fused_conv_activation = 0;     // ReLU6, sigmoid and swish nodes that became one
   int pools_after_conv = 0;          // average pools moved after their 1x1 convolution
+  int fused_depthwise = 0;           // depthwise convolutions run inside the pointwise one before
   int removed_params = 0;            // parameters no node reads any more
   int bf16_activations = 0;          // values held in bf16 (graph/precision_pass.h)
   int casts = 0;                     // Cast nodes where values enter or leave bf16
@@ -66,6 +68,16 @@ InferenceGraph fuse_conv_activations(InferenceGraph in);
 // averages the convolution's fewer channels (Inception's "Branch_3": 4 to 10 times fewer).
 // The convolution keeps its name and parameters. Inference graphs only.
 InferenceGraph pool_after_pointwise_conv(InferenceGraph in);
+
+// A depthwise 3x3 convolution (stride 1 or 2, TF's SAME padding, a bias, float32) that alone
+// reads the output of a pointwise one (1x1, stride 1, ungrouped, a bias, float32, not int8),
+// which the caller does not read either, runs inside it (Conv2dDesc::fused_depthwise) where
+// `accepts` says the backend takes the fused desc: the pointwise convolution then also reads
+// the depthwise one's weights and bias (params 2 and 3) and writes its output, and the depthwise
+// node goes. The pointwise output, often the largest value of a MobileNet block, is then never
+// written whole. Inference graphs only.
+InferenceGraph fuse_depthwise_into_pointwise(InferenceGraph in,
+                                             const std::function<bool(const Conv2dDesc&)>& accepts);
 
 // Keeps only the nodes the logits and the losses depend on (an inference graph computes the
 // aux head's logits for nothing); endpoints of removed values are dropped.

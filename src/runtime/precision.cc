@@ -26,6 +26,7 @@ Result<InferenceGraphOptions> graph_options_for(const InferenceModel& model,
     base.conv_compute_type = [&backend](const Conv2dDesc& d) {
       return backend.conv_compute_type(d);
     };
+  base.fuses_depthwise = [&backend](const Conv2dDesc& d) { return backend.fuses_depthwise(d); };
   base.int8.reset();
   if (precision == InferencePrecision::int8) {
     if (!model.int8)

@@ -371,6 +371,66 @@ TEST(CpuIm2colConv, OnlyForwardUngroupedFloat32) {
   EXPECT_TRUE(cpu::im2col_conv_applies(pointwise));
 }
 
+// A pointwise convolution with a depthwise 3x3 one fused after it (Conv2dDesc::fused_depthwise,
+// oneDNN's depthwise post-op): strides 1 and 2 on even and odd maps (TF's SAME padding: none
+// on the top and left of an even map at stride 2), each convolution with its own activation,
+// against the two reference convolutions one after the other.
+TEST(CpuFusedDepthwise, MatchesThePointwiseThenTheDepthwiseConvolution) {
+  auto backend = cpu_backend();
+  uint32_t seed = 2100;
+  for (const Shape& input : {Shape{2, 8, 8, 5}, Shape{1, 9, 7, 8}})
+    for (int stride : {1, 2})
+      for (int post = 0; post < 3; ++post) {
+        Conv2dDesc pw = inference_conv({input, 16, 1, 1, 1, Padding::same}, post == 1, true, false);
+        if (post == 2) pw.fused_activation = Activation::relu6;
+        Conv2dDesc dw =
+            inference_conv({pw.output(), 16, 3, 3, stride, Padding::same}, false, true, false);
+        dw.groups = 16;
+        dw.fused_activation = post == 1 ? Activation::swish : Activation::relu6;
+        Conv2dDesc both = pw;
+        both.fused_depthwise = FusedDepthwise{stride, false, dw.fused_activation};
+        SCOPED_TRACE(conv_name(both) + " then depthwise s" + std::to_string(stride));
+        ASSERT_TRUE(backend->fuses_depthwise(both));
+        OpHarness h(*backend, both);
+        ASSERT_TRUE(h.ok());
+        // One JIT kernel doing both, or oneDNN's ref_fused_convolution running its two JIT
+        // kernels one after the other through a buffer of its own (small maps).
+        EXPECT_NE(h.kernel().implementation().find("jit"), std::string::npos)
+            << h.kernel().implementation();
+        OpRun run = forward_run(both, seed += 10);
+        for (double& v : run.inputs[0]) v *= 4.0;  // some values above ReLU6's 6
+        const OpRun dw_params = forward_run(dw, seed + 5);
+        run.params.push_back(dw_params.params[0]);
+        run.params.push_back(dw_params.params[1]);
+        run.output_sizes = {size_t(both.output().numel())};
+        ASSERT_EQ(both.output(), dw.output());
+        h.run(run);
+        OpRun second = dw_params;
+        second.inputs = {reference(pw, run)};
+        expect_near(run.outputs[0], reference(dw, second), 1e-4, 1e-4, "fused y");
+      }
+}
+
+TEST(CpuFusedDepthwise, OnlyAfterAForwardOnlyPointwiseConvolution) {
+  auto backend = cpu_backend();
+  Conv2dDesc d = inference_conv({{1, 8, 8, 4}, 8, 1, 1, 1, Padding::same}, true, true, false);
+  d.fused_depthwise = FusedDepthwise{1, true, std::nullopt};
+  EXPECT_TRUE(backend->fuses_depthwise(d));
+  Conv2dDesc spatial = d;
+  spatial.kernel_h = spatial.kernel_w = 3;
+  Conv2dDesc strided = d;
+  strided.fused_depthwise->stride = 3;
+  Conv2dDesc bf16 = d;
+  bf16.compute = DType::bf16;
+  for (const Conv2dDesc& bad : {spatial, strided, bf16}) {
+    EXPECT_FALSE(backend->fuses_depthwise(bad));
+    auto kernel = backend->compile(bad);
+    ASSERT_FALSE(kernel.ok());
+    EXPECT_NE(kernel.status().message().find("depthwise"), std::string::npos)
+        << kernel.status().message();
+  }
+}
+
 TEST(CpuInferenceConv, FusedPostOpsNeedForwardOnlyAndOneActivation) {
   auto backend = cpu_backend();
   Conv2dDesc d = inference_conv(kInferenceCases[0], true, false, false);

@@ -207,5 +207,97 @@ INSTANTIATE_TEST_SUITE_P(Models, ZooActivations,
                                            ZooNet{"efficientnet_b0", "swish"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// A depthwise 3x3 convolution after a pointwise one runs inside it where the backend fuses it
+// (fuse_depthwise_into_pointwise): MobileNet v2's expansions and EfficientNet-B0's 3x3 blocks
+// (MobileNet v1's pointwise outputs are named end points, which passes keep); strides 1 and 2, at a
+// size whose maps turn odd (72: 36, 18, 9, 5 ...: TF's SAME then pads a stride-2 layer on
+// both sides) and one whose maps stay even (64: the top and left get no padding). The logits
+// are the evaluation graph's within 1e-5.
+struct ZooDepthwiseCase {
+  const char* name;
+  int64_t size;
+};
+
+class ZooDepthwise : public ::testing::TestWithParam<ZooDepthwiseCase> {};
+
+TEST_P(ZooDepthwise, FusesIntoThePointwiseBefore) {
+  const ZooDepthwiseCase net = GetParam();
+  auto backend = testing::test_cpu_backend();
+  ASSERT_NE(backend, nullptr);
+  ModelOptions o = default_model_options(net.name).value();
+  o.batch_size = 2;
+  o.height = o.width = net.size;
+  o.num_classes = 10;
+  o.depth_multiplier = 0.5f;
+  o.training = false;
+  o.build_losses = false;
+  const Graph graph = build_model(o).value();
+  const ParamValues values = testing::random_param_values(graph, 23);
+  InferenceGraphOptions options;
+  options.fuses_depthwise = [&](const Conv2dDesc& d) { return backend->fuses_depthwise(d); };
+  auto inference = prepare_inference_graph(graph, testing::source_of(graph, values), options);
+  ASSERT_TRUE(inference.ok()) << inference.status().message();
+  const Graph& f = inference->graph;
+  int fused = 0;
+  for (const char* post : {"", "+relu", "+relu6", "+sigmoid", "+swish"})
+    fused += count_ops(f, std::string("conv2d") + post + "+depthwise");
+  EXPECT_GT(fused, 0);
+  EXPECT_EQ(fused, inference->stats.fused_depthwise);
+  int depthwise_before = 0, depthwise_after = 0;
+  for (const Node& node : graph.nodes)
+    if (const auto* c = std::get_if<Conv2dDesc>(&node.desc)) depthwise_before += c->depthwise();
+  for (const Node& node : f.nodes)
+    if (const auto* c = std::get_if<Conv2dDesc>(&node.desc)) depthwise_after += c->depthwise();
+  EXPECT_EQ(depthwise_after, depthwise_before - fused);
+
+  auto params = upload_params(*backend, *inference);
+  ASSERT_TRUE(params.ok()) << params.status().message();
+  auto compiled = CompiledGraph::compile(f, *backend, params->layout, params->binding());
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  const std::vector<float> images = testing::random_images(graph, 7);
+  backend->upload((*compiled)->images(), images.data(), images.size() * sizeof(float));
+  (*compiled)->forward({});
+  std::vector<float> logits(static_cast<size_t>(o.batch_size * o.num_classes));
+  backend->download(logits.data(), (*compiled)->logits(), logits.size() * sizeof(float));
+  const std::vector<float> unfused = testing::run_graph(*backend, graph, values, images);
+  const double worst = testing::expect_relative(logits, unfused, 1e-5, "logits");
+  std::printf(
+      "%s at %lld: %d of %d depthwise convolutions fused, worst |fused - unfused| / "
+      "max|logit| = %.2e\n",
+      net.name, static_cast<long long>(net.size), fused, depthwise_before, worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ZooDepthwise,
+                         ::testing::Values(ZooDepthwiseCase{"mobilenet_v2", 64},
+                                           ZooDepthwiseCase{"mobilenet_v2", 72},
+                                           ZooDepthwiseCase{"efficientnet_b0", 72}),
+                         [](const auto& info) {
+                           return std::string(info.param.name) + "_" +
+                                  std::to_string(info.param.size);
+                         });
+
+// Without the backend's word, or in a graph without folding, nothing is fused.
+TEST(ZooDepthwiseOff, NothingFusesUnlessTheBackendAccepts) {
+  ModelOptions o = default_model_options("mobilenet_v2").value();
+  o.batch_size = 1;
+  o.height = o.width = 64;
+  o.num_classes = 10;
+  o.depth_multiplier = 0.5f;
+  o.training = false;
+  o.build_losses = false;
+  const Graph graph = build_model(o).value();
+  const ParamValues values = testing::random_param_values(graph, 29);
+  InferenceGraphOptions options;
+  options.fuses_depthwise = [](const Conv2dDesc&) { return false; };
+  auto refused = prepare_inference_graph(graph, testing::source_of(graph, values), options);
+  ASSERT_TRUE(refused.ok()) << refused.status().message();
+  EXPECT_EQ(refused->stats.fused_depthwise, 0);
+  options.fuses_depthwise = [](const Conv2dDesc&) { return true; };
+  options.fold_batch_norm = false;
+  auto unfolded = prepare_inference_graph(graph, testing::source_of(graph, values), options);
+  ASSERT_TRUE(unfolded.ok()) << unfolded.status().message();
+  EXPECT_EQ(unfolded->stats.fused_depthwise, 0);
+}
+
 }  // namespace
 }  // namespace ic

@@ -87,6 +87,19 @@ const char* algorithm_name(algorithm alg) {
   }
 }
 
+// Appends `d`'s fused depthwise convolution (float32, its bias, TF's SAME padding: oneDNN's
+// depthwise post-op pads the same amount on the right where its output needs it) and its
+// activation. Throws dnnl::error where the padding differs between the two dimensions.
+void append_depthwise(dnnl::post_ops& post, const Conv2dDesc& d) {
+  const FusedDepthwise& dw = *d.fused_depthwise;
+  const Shape in = d.conv_output();
+  const Pads pads = tf_pads(in.h(), in.w(), 3, 3, dw.stride, dw.stride, Padding::same);
+  if (pads.top != pads.left)
+    throw dnnl::error(dnnl_unimplemented, "a fused depthwise convolution pads both sides alike");
+  post.append_dw(dt::f32, dt::f32, dt::f32, 3, dw.stride, pads.top, 0, {1.f});
+  append_fused_activation(post, dw.relu, dw.activation);
+}
+
 class ConvKernel final : public OpKernel {
  public:
   // Throws dnnl::error when oneDNN has no implementation of `plan` for `d` on this CPU.
@@ -152,7 +165,8 @@ class ConvKernel final : public OpKernel {
   }
 
   Status bind(const OpBindings& b) override {
-    IC_RETURN_IF_ERROR(check_bindings("conv2d", b, 1, 1, d_.has_bias ? 2 : 1, 0));
+    const size_t params = (d_.has_bias ? 2 : 1) + (d_.fused_depthwise ? 2 : 0);
+    IC_RETURN_IF_ERROR(check_bindings("conv2d", b, 1, 1, params, 0));
     if (workspace_bytes() > 0 && !b.workspace)
       return error("conv2d: needs ", workspace_bytes(), " bytes of workspace, got none");
     try {
@@ -164,9 +178,10 @@ class ConvKernel final : public OpKernel {
   }
 
   void forward(const StepContext&) override {
-    if (converted_ && !converted_->ready) {
-      run_steps(weight_steps_, ctx_.stream);
-      converted_->ready = true;
+    for (Conversion& conversion : conversions_) {
+      if (conversion.target->ready) continue;
+      conversion.step.primitive.execute(ctx_.stream, conversion.step.args);
+      conversion.target->ready = true;
     }
     run_steps(forward_steps_, ctx_.stream);
   }
@@ -209,11 +224,20 @@ class ConvKernel final : public OpKernel {
       dnnl::primitive_attr fwd_attr = attr;
       dnnl::post_ops post;
       append_fused_activation(post, d.fused_relu, d.fused_activation);
+      // With a fused depthwise convolution the primitive is described by the pointwise one's
+      // output and writes the depthwise one's.
+      memory::desc own_y = y;
+      if (d.fused_depthwise) {
+        append_depthwise(post, d);
+        own_y = memory::desc(nhwc_md(d.conv_output()).dims(), yt, act);
+      }
       if (post.len() > 0) fwd_attr.set_post_ops(post);
       fwd_pd_ = convolution_forward::primitive_desc(
-          convolution_forward::desc(prop_kind::forward_inference, plan_.alg, x, w_any, b, y,
+          convolution_forward::desc(prop_kind::forward_inference, plan_.alg, x, w_any, b, own_y,
                                     strides, pad_l, pad_r),
           fwd_attr, ctx_.engine);
+      if (fwd_pd_.dst_desc().dims() != y_md_.dims())
+        throw dnnl::error(dnnl_unimplemented, "the fused depthwise output has another shape");
       fwd_ = convolution_forward(fwd_pd_);
       return;
     }
@@ -282,10 +306,9 @@ class ConvKernel final : public OpKernel {
   // arena]; and backward's: [dy to internal] [x to internal] weights grad [dw to HWIO], then
   // when dx is wanted: w to bwd's format, data grad [dx to arena].
   void bind_memories(const OpBindings& b) {
-    weight_steps_.clear();  // bind may be called again with other pointers
+    conversions_.clear();  // bind may be called again with other pointers
     forward_steps_.clear();
     backward_steps_.clear();
-    converted_.reset();
     flipped_bound_ = false;
     const dnnl::engine& eng = ctx_.engine;
     auto* ws = static_cast<char*>(b.workspace);
@@ -301,10 +324,7 @@ class ConvKernel final : public OpKernel {
     if (keeps_weights()) {
       // Converted at the first forward, when the values are there.
       const memory::desc format = fwd_pd_.weights_desc();
-      converted_ =
-          converted_weights(ctx_, b.params[0], format, "", format.get_size(), share_weights_);
-      w_fwd = memory(format, eng, converted_->data.get());
-      weight_steps_.push_back(reorder_step(w_hwio, w_fwd));
+      w_fwd = converted(w_hwio, format);
     } else if (d_.training || !d_.constant_weights) {
       w_fwd = memory(fwd_pd_.weights_desc(), eng, w_region);
       forward_steps_.push_back(reorder_step(w_hwio, w_fwd));
@@ -318,6 +338,17 @@ class ConvKernel final : public OpKernel {
                    {DNNL_ARG_DST, y},
                    {DNNL_ARG_SCRATCHPAD, memory(fwd_pd_.scratchpad_desc(), eng, ws)}}};
     if (d_.has_bias) conv.args[DNNL_ARG_BIAS] = memory(fwd_pd_.bias_desc(), eng, b.params[1]);
+    if (d_.fused_depthwise) {  // its weights [3,3,1,C] (grouped HWIO) and bias [C]
+      constexpr int kWeights = DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS;
+      constexpr int kBias = DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS;
+      const memory::dim channels = d_.out_channels;
+      const memory natural(memory::desc({channels, 1, 1, 3, 3}, dt::f32, tag::hwigo), eng,
+                           b.params[2]);
+      conv.args[kWeights] =
+          converted(natural, fwd_pd_.query_md(dnnl::query::exec_arg_md, kWeights));
+      conv.args[kBias] =
+          memory(fwd_pd_.query_md(dnnl::query::exec_arg_md, kBias), eng, b.params[3]);
+    }
     forward_steps_.push_back(std::move(conv));
     for (DnnlStep& step : y_out) forward_steps_.push_back(std::move(step));
 
@@ -368,6 +399,16 @@ class ConvKernel final : public OpKernel {
     for (DnnlStep& step : dx_out) backward_steps_.push_back(std::move(step));
   }
 
+  // The constant weights `natural` in `format`: the backend's shared copy, converted at the
+  // first forward that finds it unconverted.
+  memory converted(const memory& natural, const memory::desc& format) {
+    auto target = converted_weights(ctx_, natural.get_data_handle(), format, "", format.get_size(),
+                                    share_weights_);
+    const memory packed(format, ctx_.engine, target->data.get());
+    conversions_.push_back({std::move(target), reorder_step(natural, packed)});
+    return packed;
+  }
+
   // Backward by PointwiseGrads: [dy to bf16] [x to bf16] weight (and bias) gradient, then when
   // dx is wanted: w to the product's format, data gradient straight into the arena.
   void bind_pointwise_backward(const OpBindings& b, const memory& dy_arena, const memory& x_arena,
@@ -397,9 +438,14 @@ class ConvKernel final : public OpKernel {
   std::optional<FlippedDataGrad> flipped_;   // dx by forward convolution (data_grad_by_forward)
   bool flipped_bound_ = false;
   size_t scratch_bytes_ = 0, x_int_bytes_ = 0, y_int_bytes_ = 0, w_bytes_ = 0, dw_bytes_ = 0;
-  std::shared_ptr<ConvertedWeights> converted_;  // constant weights in the primitive's format
+  // Constant weights converted into the primitive's format at the first forward.
+  struct Conversion {
+    std::shared_ptr<ConvertedWeights> target;
+    DnnlStep step;
+  };
+  std::vector<Conversion> conversions_;
   bool share_weights_ = true;
-  std::vector<DnnlStep> weight_steps_, forward_steps_, backward_steps_;
+  std::vector<DnnlStep> forward_steps_, backward_steps_;
 };
 
 // The kernel that runs `plan` for `d`. share_weights: false for one timed on scratch buffers.
@@ -702,11 +748,35 @@ Status check_conv_desc(const Conv2dDesc& d) {
   return Status();
 }
 
+// A pointwise convolution with a fused depthwise one: direct on NHWC in float32, the one plan
+// oneDNN fuses in (its 1x1 kernel), not timed.
+Result<std::unique_ptr<OpKernel>> make_fused_depthwise(const Conv2dDesc& d, DnnlContext& ctx) {
+  if (d.compute != DType::f32 || d.activations != DType::f32)
+    return error(
+        "conv2d: a fused depthwise convolution computes in float32 on float32 "
+        "activations here, not ",
+        dtype_name(d.compute), " on ", dtype_name(d.activations));
+  try {
+    return std::unique_ptr<OpKernel>(std::make_unique<ConvKernel>(
+        d, ctx, ConvPlan{algorithm::convolution_direct, dt::f32, tag::nhwc}));
+  } catch (const dnnl::error& e) {
+    return error(
+        "conv2d: oneDNN cannot fuse the depthwise convolution after the pointwise one "
+        "on input ",
+        d.input.str(), ": ", e.what());
+  }
+}
+
 }  // namespace
+
+bool fuses_depthwise(const Conv2dDesc& d, DnnlContext& ctx) {
+  return d.fused_depthwise && check_conv_desc(d).ok() && make_fused_depthwise(d, ctx).ok();
+}
 
 Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& ctx) {
   IC_RETURN_IF_ERROR(check_conv_desc(d));
   if (d.int8) return make_int8_conv2d(d, ctx);
+  if (d.fused_depthwise) return make_fused_depthwise(d, ctx);
   if (depthwise_bf16_applies(d) && compute_type(d, ctx) == dt::bf16) {
     // The layer's type, settled by timing at its first batch size: float32 goes on below.
     DType type = DType::bf16;

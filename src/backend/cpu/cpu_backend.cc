@@ -92,6 +92,14 @@ class CpuBackend final : public Backend {
     }
   }
 
+  bool fuses_depthwise(const Conv2dDesc& d) override {
+    try {
+      return cpu::fuses_depthwise(d, dnnl_);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }
+
   Result<DeviceBuffer> allocate(size_t bytes) override {
     void* p = std::aligned_alloc(64, align64(std::max<size_t>(bytes, 1)));
     if (!p) return error("cpu: cannot allocate ", bytes, " bytes");

@@ -249,6 +249,9 @@ EltwiseAlgorithm eltwise_algorithm(Activation function);
 // Appends a convolution's fused ReLU or fused activation (Conv2dDesc; at most one, see
 // check_conv_post_ops) to `post` as an eltwise post-op; nothing when it has neither.
 void append_fused_activation(dnnl::post_ops& post, bool relu, std::optional<Activation> activation);
+// Whether make_conv2d builds `d`, a pointwise convolution with a fused depthwise one
+// (Backend::fuses_depthwise).
+bool fuses_depthwise(const Conv2dDesc& d, DnnlContext& ctx);
 // Depthwise convolutions of an inference graph on bf16 activations (depthwise_bf16_kernel.cc):
 // whether `d` is one, and its kernel, which make_conv2d uses in place of oneDNN's where the CPU
 // has bf16 convolutions.

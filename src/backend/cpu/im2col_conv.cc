@@ -185,7 +185,8 @@ class Im2colConvKernel final : public OpKernel {
 }  // namespace
 
 bool im2col_conv_applies(const Conv2dDesc& d) {
-  return !d.training && !d.int8 && d.groups == 1 && d.activations == DType::f32 &&
+  return !d.training && !d.int8 && !d.fused_depthwise && d.groups == 1 &&
+         d.activations == DType::f32 &&
          (reads_input_as_columns(d) || column_bytes_per_image(d) <= kColumnBytes);
 }
 

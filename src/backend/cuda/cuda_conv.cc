@@ -284,6 +284,8 @@ Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, CudaContext& 
     return error("conv2d: ", d.groups, " groups do not divide input ", d.input.str(), " and ",
                  d.out_channels, " filters");
   IC_RETURN_IF_ERROR(check_conv_post_ops(d));
+  if (d.fused_depthwise)  // Backend::fuses_depthwise says no here, so graphs do not ask
+    return error("conv2d: no fused depthwise convolution on the CUDA backend");
   auto kernel = std::make_unique<Conv2dKernel>(d, ctx);
   IC_RETURN_IF_ERROR(kernel->init());
   return std::unique_ptr<OpKernel>(std::move(kernel));
