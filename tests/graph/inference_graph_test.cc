@@ -154,20 +154,48 @@ struct ZooNet {
   const char* activation;  // the op name of what the pass fuses
 };
 
+// A small inference graph of the zoo model `name`: `batch` images of size x size, 10 classes,
+// depth multiplier 0.5.
+Graph small_zoo_graph(const char* name, int64_t size, int64_t batch) {
+  ModelOptions o = default_model_options(name).value();
+  o.batch_size = batch;
+  o.height = o.width = size;
+  o.num_classes = 10;
+  o.depth_multiplier = 0.5f;
+  o.training = false;
+  o.build_losses = false;
+  return build_model(o).value();
+}
+
+// Runs `inference` (prepared from `graph` with `values`) on random images and checks its logits
+// against `graph` evaluated as it is, within 1e-5 of their scale; returns the worst difference.
+double expect_logits_of_the_unfused_graph(Backend& backend, const Graph& graph,
+                                          const ParamValues& values,
+                                          const InferenceGraph& inference, uint32_t seed) {
+  auto params = upload_params(backend, inference);
+  EXPECT_TRUE(params.ok()) << params.status().message();
+  if (!params.ok()) return 1;
+  auto compiled =
+      CompiledGraph::compile(inference.graph, backend, params->layout, params->binding());
+  EXPECT_TRUE(compiled.ok()) << compiled.status().message();
+  if (!compiled.ok()) return 1;
+  const std::vector<float> images = testing::random_images(graph, seed);
+  backend.upload((*compiled)->images(), images.data(), images.size() * sizeof(float));
+  (*compiled)->forward({});
+  const Shape logits_shape = graph.values[static_cast<size_t>(graph.logits)].shape;
+  std::vector<float> logits(static_cast<size_t>(logits_shape.numel()));
+  backend.download(logits.data(), (*compiled)->logits(), logits.size() * sizeof(float));
+  const std::vector<float> unfused = testing::run_graph(backend, graph, values, images);
+  return testing::expect_relative(logits, unfused, 1e-5, "logits");
+}
+
 class ZooActivations : public ::testing::TestWithParam<ZooNet> {};
 
 TEST_P(ZooActivations, FuseIntoTheirConvolutions) {
   const ZooNet net = GetParam();
   auto backend = testing::test_cpu_backend();
   ASSERT_NE(backend, nullptr);
-  ModelOptions o = default_model_options(net.name).value();
-  o.batch_size = 2;
-  o.height = o.width = 64;
-  o.num_classes = 10;
-  o.depth_multiplier = 0.5f;
-  o.training = false;
-  o.build_losses = false;
-  const Graph graph = build_model(o).value();
+  const Graph graph = small_zoo_graph(net.name, 64, 2);
   const ParamValues values = testing::random_param_values(graph, 17);
   auto inference = prepare_inference_graph(graph, testing::source_of(graph, values), {});
   ASSERT_TRUE(inference.ok()) << inference.status().message();
@@ -183,18 +211,7 @@ TEST_P(ZooActivations, FuseIntoTheirConvolutions) {
   }
   EXPECT_EQ(fused, inference->stats.fused_conv_activation);
   EXPECT_GT(main_fused, 0);
-
-  auto params = upload_params(*backend, *inference);
-  ASSERT_TRUE(params.ok()) << params.status().message();
-  auto compiled = CompiledGraph::compile(f, *backend, params->layout, params->binding());
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  const std::vector<float> images = testing::random_images(graph, 5);
-  backend->upload((*compiled)->images(), images.data(), images.size() * sizeof(float));
-  (*compiled)->forward({});
-  std::vector<float> logits(static_cast<size_t>(o.batch_size * o.num_classes));
-  backend->download(logits.data(), (*compiled)->logits(), logits.size() * sizeof(float));
-  const std::vector<float> unfused = testing::run_graph(*backend, graph, values, images);
-  const double worst = testing::expect_relative(logits, unfused, 1e-5, "logits");
+  const double worst = expect_logits_of_the_unfused_graph(*backend, graph, values, *inference, 5);
   std::printf(
       "%s: %d activations fused (%d of %d %s), worst |fused - unfused| / max|logit| = "
       "%.2e\n",
@@ -224,14 +241,7 @@ TEST_P(ZooDepthwise, FusesIntoThePointwiseBefore) {
   const ZooDepthwiseCase net = GetParam();
   auto backend = testing::test_cpu_backend();
   ASSERT_NE(backend, nullptr);
-  ModelOptions o = default_model_options(net.name).value();
-  o.batch_size = 2;
-  o.height = o.width = net.size;
-  o.num_classes = 10;
-  o.depth_multiplier = 0.5f;
-  o.training = false;
-  o.build_losses = false;
-  const Graph graph = build_model(o).value();
+  const Graph graph = small_zoo_graph(net.name, net.size, 2);
   const ParamValues values = testing::random_param_values(graph, 23);
   InferenceGraphOptions options;
   options.fuses_depthwise = [&](const Conv2dDesc& d) { return backend->fuses_depthwise(d); };
@@ -249,18 +259,7 @@ TEST_P(ZooDepthwise, FusesIntoThePointwiseBefore) {
   for (const Node& node : f.nodes)
     if (const auto* c = std::get_if<Conv2dDesc>(&node.desc)) depthwise_after += c->depthwise();
   EXPECT_EQ(depthwise_after, depthwise_before - fused);
-
-  auto params = upload_params(*backend, *inference);
-  ASSERT_TRUE(params.ok()) << params.status().message();
-  auto compiled = CompiledGraph::compile(f, *backend, params->layout, params->binding());
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  const std::vector<float> images = testing::random_images(graph, 7);
-  backend->upload((*compiled)->images(), images.data(), images.size() * sizeof(float));
-  (*compiled)->forward({});
-  std::vector<float> logits(static_cast<size_t>(o.batch_size * o.num_classes));
-  backend->download(logits.data(), (*compiled)->logits(), logits.size() * sizeof(float));
-  const std::vector<float> unfused = testing::run_graph(*backend, graph, values, images);
-  const double worst = testing::expect_relative(logits, unfused, 1e-5, "logits");
+  const double worst = expect_logits_of_the_unfused_graph(*backend, graph, values, *inference, 7);
   std::printf(
       "%s at %lld: %d of %d depthwise convolutions fused, worst |fused - unfused| / "
       "max|logit| = %.2e\n",
@@ -278,14 +277,7 @@ INSTANTIATE_TEST_SUITE_P(Models, ZooDepthwise,
 
 // Without the backend's word, or in a graph without folding, nothing is fused.
 TEST(ZooDepthwiseOff, NothingFusesUnlessTheBackendAccepts) {
-  ModelOptions o = default_model_options("mobilenet_v2").value();
-  o.batch_size = 1;
-  o.height = o.width = 64;
-  o.num_classes = 10;
-  o.depth_multiplier = 0.5f;
-  o.training = false;
-  o.build_losses = false;
-  const Graph graph = build_model(o).value();
+  const Graph graph = small_zoo_graph("mobilenet_v2", 64, 1);
   const ParamValues values = testing::random_param_values(graph, 29);
   InferenceGraphOptions options;
   options.fuses_depthwise = [](const Conv2dDesc&) { return false; };

@@ -41,6 +41,18 @@ std::vector<double> probabilities(const Reply& reply) {
   return p;
 }
 
+// A server's options over a freshly trained tiny model in `dir`: batches of up to
+// `max_batch_size` that wait up to `batch_timeout` to fill.
+ServerOptions batching_options(TempDir& dir, int64_t max_batch_size,
+                               std::chrono::microseconds batch_timeout) {
+  train_model(dir.sub("model"), 2);
+  ServerOptions options;
+  options.model_dir = dir.sub("model");
+  options.max_batch_size = max_batch_size;
+  options.batch_timeout = batch_timeout;
+  return options;
+}
+
 TEST(ServeBatching, ConcurrentRequestsMatchSingleRequestsAndClassify) {
   TempDir dir;
   train_model(dir.sub("model"), 2);
@@ -120,12 +132,7 @@ TEST(ServeBatching, ConcurrentRequestsMatchSingleRequestsAndClassify) {
 // (serve/batcher.h): REST and gRPC alike.
 TEST(ServeBatching, ALoneRequestDoesNotWaitOutTheTimeout) {
   TempDir dir;
-  train_model(dir.sub("model"), 2);
-  ServerOptions options;
-  options.model_dir = dir.sub("model");
-  options.max_batch_size = 4;
-  options.batch_timeout = std::chrono::seconds(10);
-  RunningServer server(options);
+  RunningServer server(batching_options(dir, 4, std::chrono::seconds(10)));
   const std::string body = json{{"instances", {b64_instance(test_image(1))}}}.dump();
   for (int i = 0; i < 3; ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -138,14 +145,10 @@ TEST(ServeBatching, ALoneRequestDoesNotWaitOutTheTimeout) {
 
 TEST(ServeBatching, AFullQueueAnswersServiceUnavailable) {
   TempDir dir;
-  train_model(dir.sub("model"), 2);
-  ServerOptions options;
-  options.model_dir = dir.sub("model");
-  options.max_batch_size = 4;
-  options.max_queue = 2;
   // A batch waits 3 s to fill, alone too, so what is queued stays queued while we look.
-  options.batch_timeout = std::chrono::seconds(3);
+  ServerOptions options = batching_options(dir, 4, std::chrono::seconds(3));
   options.batch_wait_when_idle = true;
+  options.max_queue = 2;
   RunningServer server(options);
   const std::string path = "/v1/models/inception_v3:predict";
   const json one = {{"instances", {b64_instance(test_image(1))}}};
@@ -179,11 +182,8 @@ TEST(ServeBatching, AFullQueueAnswersServiceUnavailable) {
 
 TEST(ServeBatching, ARequestNotAnsweredInTimeGetsServiceUnavailable) {
   TempDir dir;
-  train_model(dir.sub("model"), 2);
-  ServerOptions options;
-  options.model_dir = dir.sub("model");
-  options.max_batch_size = 4;
-  options.batch_timeout = std::chrono::seconds(5);  // a lone instance waits this long
+  // A lone instance waits 5 s.
+  ServerOptions options = batching_options(dir, 4, std::chrono::seconds(5));
   options.batch_wait_when_idle = true;
   options.request_timeout = std::chrono::milliseconds(300);
   RunningServer server(options);
