@@ -308,7 +308,7 @@ TEST(CpuInferenceConv, FusedActivationsMatchReference) {
 // The convolution as a matrix product over its columns (backend/cpu/im2col_conv.h), one of the
 // plans timing tries: every padding and stride, pointwise ones reading their input as it is,
 // with and without a bias, each post-op, weights constant (converted once) or not, and a batch
-// whose columns exceed kColumnBytes together (three products, an image each).
+// of three larger images (three products, an image each).
 TEST(CpuIm2colConv, MatchesReference) {
   auto backend = cpu_backend();
   cpu::DnnlContext ctx;
@@ -346,6 +346,27 @@ TEST(CpuIm2colConv, MatchesReference) {
         expect_near(run.outputs[0], want, 1e-4, 1e-4, "im2col y");
         expect_near(again.outputs[0], want, 1e-4, 1e-4, "im2col y again");
       }
+}
+
+// Every image of a batch is computed as any other: the same image gives the same outputs bit for
+// bit wherever it is in the batch (a server's answer must not depend on its neighbours).
+TEST(CpuIm2colConv, AnImagesOutputDoesNotDependOnItsPlaceInTheBatch) {
+  auto backend = cpu_backend();
+  cpu::DnnlContext ctx;
+  uint32_t seed = 1900;
+  for (InferenceCase c : kInferenceCases) {
+    c.input[0] = 5;
+    const Conv2dDesc d = inference_conv(c, true, true, false);
+    SCOPED_TRACE(conv_name(d));
+    OpHarness h(*backend, cpu::make_im2col_conv(d, ctx));
+    OpRun run = forward_run(d, seed += 10);
+    const size_t image = static_cast<size_t>(d.input.numel() / 5);
+    for (size_t i = image; i < run.inputs[0].size(); ++i) run.inputs[0][i] = run.inputs[0][i % image];
+    h.run(run);
+    const size_t out = static_cast<size_t>(d.output().numel() / 5);
+    for (size_t i = out; i < run.outputs[0].size(); ++i)
+      ASSERT_EQ(run.outputs[0][i], run.outputs[0][i % out]) << "image " << i / out << " at " << i % out;
+  }
 }
 
 TEST(CpuIm2colConv, OnlyForwardUngroupedFloat32) {

@@ -560,19 +560,24 @@ double time_cast(const Shape& shape, DType from, DType to, DnnlContext& ctx) {
 }
 
 // Every plan worth trying for `d` in the compute types `types`; oneDNN refuses those it has no
-// implementation of.
-std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const std::vector<dt>& types) {
+// implementation of. by_matmul set: only im2col_conv.h's product (true) or only oneDNN's
+// convolutions (false).
+std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const std::vector<dt>& types,
+                                      std::optional<bool> by_matmul) {
   std::vector<ConvPlan> plans;
   for (const dt ct : types) {
+    if (ct == dt::f32 && im2col_conv_applies(d) && by_matmul.value_or(true))
+      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, /*by_matmul=*/true});
+    if (by_matmul.value_or(false)) continue;
     plans.push_back({algorithm::convolution_direct, ct, tag::nhwc});
     plans.push_back({algorithm::convolution_direct, ct, tag::any});
     plans.push_back({algorithm::convolution_auto, ct, tag::any});
     if (ct == dt::f32 && d.groups == 1 && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 &&
         d.stride_w == 1)
       plans.push_back({algorithm::convolution_winograd, ct, tag::any});
-    if (ct == dt::f32 && im2col_conv_applies(d))
-      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, /*by_matmul=*/true});
   }
+  // The product last: it must beat the best convolution by kProductMargin.
+  std::stable_partition(plans.begin(), plans.end(), [](const ConvPlan& p) { return !p.by_matmul; });
   return plans;
 }
 
@@ -585,6 +590,11 @@ struct PlanCache {
   std::map<std::string, ConvPlan> plans;
   std::map<std::string, bool> fused_faster;  // by plan_key of the fused desc
   std::map<std::string, dt> compute;         // by layer_key
+  // By layer_key: whether the layer runs as im2col_conv.h's product, settled at the first batch
+  // size timed like its compute type. The product sums in another order than oneDNN's
+  // convolutions, so a layer that took it at one batch size and not at another would give an
+  // image other roundings in a batch run as slices (InferenceRunner) than alone.
+  std::map<std::string, bool> by_matmul;
 };
 
 // The compute types to time for `d`. A bf16 convolution is also tried in float32 on its
@@ -617,11 +627,11 @@ struct TimedPlan {
 };
 
 // The fastest of `d`'s plans in the compute types `types`, timed now (the cache's lock held).
-Result<TimedPlan> fastest_plan(const Conv2dDesc& d, DnnlContext& ctx,
-                               const std::vector<dt>& types) {
+Result<TimedPlan> fastest_plan(const Conv2dDesc& d, DnnlContext& ctx, const std::vector<dt>& types,
+                               std::optional<bool> by_matmul) {
   std::vector<std::unique_ptr<OpKernel>> timed;
   TimedPlan best{{}, std::numeric_limits<double>::infinity()};
-  for (const ConvPlan& plan : candidate_plans(d, types)) {
+  for (const ConvPlan& plan : candidate_plans(d, types, by_matmul)) {
     std::unique_ptr<OpKernel> kernel;
     try {
       kernel = plan_kernel(d, ctx, plan, /*share_weights=*/false);
@@ -649,6 +659,13 @@ Result<TimedPlan> fastest_plan(const Conv2dDesc& d, DnnlContext& ctx,
   return best;
 }
 
+// Whether `layer` runs as a product, where an earlier batch size settled it.
+std::optional<bool> settled_product(const PlanCache& cache, const std::string& layer) {
+  const auto found = cache.by_matmul.find(layer);
+  if (found == cache.by_matmul.end()) return std::nullopt;
+  return found->second;
+}
+
 // The fastest plan for `d`, timed once per shape in the process.
 Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
   const std::string key = plan_key(d);
@@ -656,10 +673,12 @@ Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
   std::lock_guard<std::mutex> lock(cache.mutex);
   if (auto known = cache.plans.find(key); known != cache.plans.end()) return known->second;
   const std::string layer = layer_key(d);
-  IC_ASSIGN_OR_RETURN(const TimedPlan best,
-                      fastest_plan(d, ctx, compute_types(d, ctx, cache, layer)));
+  IC_ASSIGN_OR_RETURN(
+      const TimedPlan best,
+      fastest_plan(d, ctx, compute_types(d, ctx, cache, layer), settled_product(cache, layer)));
   cache.plans.emplace(key, best.plan);
   cache.compute.emplace(layer, best.plan.compute);
+  cache.by_matmul.emplace(layer, best.plan.by_matmul);
   return best.plan;
 }
 
@@ -680,11 +699,14 @@ Result<DType> timed_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {
   if (depthwise_bf16_applies(d)) {
     in_bf16.seconds = time_forward(*make_depthwise_bf16(d, ctx, false), d, ctx);
   } else {
-    IC_ASSIGN_OR_RETURN(in_bf16, fastest_plan(d, ctx, {dt::bf16}));
+    IC_ASSIGN_OR_RETURN(in_bf16, fastest_plan(d, ctx, {dt::bf16}, false));
   }
-  IC_ASSIGN_OR_RETURN(const TimedPlan in_f32, fastest_plan(wide, ctx, {dt::f32}));
+  const std::string wide_layer = layer_key(wide);
+  IC_ASSIGN_OR_RETURN(const TimedPlan in_f32,
+                      fastest_plan(wide, ctx, {dt::f32}, settled_product(cache, wide_layer)));
   cache.plans.emplace(plan_key(wide), in_f32.plan);
-  cache.compute.emplace(layer_key(wide), dt::f32);
+  cache.compute.emplace(wide_layer, dt::f32);
+  cache.by_matmul.emplace(wide_layer, in_f32.plan.by_matmul);
   // Where bf16 multiply-adds outpace float32's (AMX), most layers stay bf16, so a layer kept
   // in float32 is most likely an island: the Casts of its input and its output are part of its
   // cost. They are timed, not assumed: on a 2-core AMX Xeon MobileNet v2's depthwise layers

@@ -13,9 +13,8 @@
 // product; 3x3 stride 2 at 124-158 against 180-190), while it beats the product on large maps.
 // So this is one more plan that conv_kernel.cc's timing tries, never a fixed rule.
 //
-// The copy runs over a group of images at a time whose columns fit kColumnBytes (at least one
-// image, which must fit), one product per group, so a large batch does not need a matrix of
-// hundreds of megabytes.
+// One image at a time, one product each, so a large batch needs no matrix of hundreds of
+// megabytes and each image is summed alike wherever it is in the batch (im2col_conv.cc).
 #pragma once
 
 #include <cstddef>
@@ -25,7 +24,7 @@
 
 namespace ic::cpu {
 
-// The most bytes of columns the kernel copies before multiplying them.
+// The most bytes of one image's columns (a larger one is left to oneDNN's convolutions).
 constexpr size_t kColumnBytes = size_t{8} << 20;
 
 // Whether make_im2col_conv takes `d`: forward only, not int8, one group, float32 activations,
