@@ -244,8 +244,8 @@ int main(int argc, char** argv) {
     if (a.slice > 0) {
       if (ic::Status s = runner->run_as_slices(a.batch, a.slice); !s.ok()) return fail(s);
     }
-    const ic::InferencePassStats& stats = runner->pass_stats();
     const int64_t slice = runner->slice_of(a.batch);
+    const ic::InferencePassStats& stats = runner->pass_stats(slice);
     const std::string how = runner->how_it_runs(a.batch);
     std::fprintf(stderr,
                  "inference graph: %d batch norms folded, %d ReLUs and %d other activations "

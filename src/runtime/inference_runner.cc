@@ -30,10 +30,10 @@ Result<std::unique_ptr<InferenceRunner>> InferenceRunner::create(
     // The folded values do not depend on the batch size: the first graph's upload serves all.
     if (runner->graphs_.empty()) {
       IC_ASSIGN_OR_RETURN(runner->params_, upload_params(backend, *inference));
-      runner->pass_stats_ = inference->stats;
     }
     Compiled c;
     c.batch_size = size;
+    c.stats = inference->stats;
     c.graph = std::move(inference->graph);
     IC_ASSIGN_OR_RETURN(c.compiled, CompiledGraph::compile(c.graph, backend, runner->params_.layout,
                                                            runner->params_.binding()));

@@ -38,8 +38,14 @@ class InferenceRunner {
   std::vector<int64_t> batch_sizes() const;
   int64_t image_floats() const { return image_floats_; }  // H * W * 3 of one image
   int64_t num_classes() const { return num_classes_; }
-  // What the inference passes did (the graphs of every batch size are made alike).
-  const InferencePassStats& pass_stats() const { return pass_stats_; }
+  // What the inference passes did to the smallest batch size's graph. The graphs of every batch
+  // size are made alike but for the choices timed per shape (a depthwise convolution fused into
+  // the pointwise one before it where that runs faster: see the other overload).
+  const InferencePassStats& pass_stats() const { return graphs_.front().stats; }
+  // What they did to the graph of `batch_size` (one of batch_sizes()).
+  const InferencePassStats& pass_stats(int64_t batch_size) const {
+    return graphs_[index_of(batch_size)].stats;
+  }
 
   // Runs `batch_size` (one of batch_sizes()) preprocessed images [batch_size, H, W, 3] and
   // writes their logits [batch_size, num_classes]. One caller at a time.
@@ -72,6 +78,7 @@ class InferenceRunner {
     int64_t slice = 0;             // the compiled size that runs it (batch_size: itself)
     double seconds_per_image = 0;  // this graph's, as timed by create(); 0: not timed
     Graph graph;                   // the inference graph the kernels were compiled from
+    InferencePassStats stats;      // what the inference passes did to it
     std::unique_ptr<CompiledGraph> compiled;
   };
   size_t index_of(int64_t batch_size) const;  // graphs_.size() when not compiled
@@ -83,7 +90,6 @@ class InferenceRunner {
   DeviceParams params_;
   std::vector<Compiled> graphs_;  // ascending batch size
   int64_t image_floats_ = 0, num_classes_ = 0;
-  InferencePassStats pass_stats_;
 };
 
 }  // namespace ic
