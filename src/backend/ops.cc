@@ -42,6 +42,20 @@ Shape Conv2dDesc::output() const {
                tf_output_size(own.w(), 3, stride, Padding::same), own.c()};
 }
 
+Conv2dDesc depthwise_part(const Conv2dDesc& d) {
+  Conv2dDesc depthwise = d;
+  depthwise.fused_depthwise.reset();
+  if (!d.fused_depthwise) return depthwise;
+  depthwise.input = d.conv_output();
+  depthwise.out_channels = depthwise.groups = d.out_channels;
+  depthwise.kernel_h = depthwise.kernel_w = 3;
+  depthwise.stride_h = depthwise.stride_w = d.fused_depthwise->stride;
+  depthwise.padding = Padding::same;
+  depthwise.fused_relu = d.fused_depthwise->relu;
+  depthwise.fused_activation = d.fused_depthwise->activation;
+  return depthwise;
+}
+
 Shape Pool2dDesc::output() const {
   return Shape{input.n(), tf_output_size(input.h(), kernel_h, stride_h, padding),
                tf_output_size(input.w(), kernel_w, stride_w, padding), input.c()};
@@ -94,6 +108,13 @@ Status check_conv_post_ops(const Conv2dDesc& d) {
       return error("conv2d: a fused depthwise convolution of stride ", dw.stride,
                    (dw.relu && dw.activation) ? " with two activations" : "",
                    " (stride 1 or 2, one activation at most)");
+    // A backend's depthwise post-op (oneDNN's) takes one padding for both dimensions.
+    const Shape map = d.conv_output();
+    const Pads pads = tf_pads(map.h(), map.w(), 3, 3, dw.stride, dw.stride, Padding::same);
+    if (pads.top != pads.left)
+      return error("conv2d: a fused depthwise convolution of stride ", dw.stride, " on ", map.h(),
+                   "x", map.w(), " maps pads the top by ", pads.top, " and the left by ", pads.left,
+                   " (one padding for both dimensions)");
   }
   if (d.training && (d.fused_relu || d.fused_activation))
     return error("conv2d: a fused ",

@@ -118,6 +118,10 @@ struct Conv2dDesc {
   bool depthwise() const { return groups > 1 && groups == input.c() && groups == out_channels; }
 };
 
+// The depthwise convolution `d`'s fused_depthwise runs, as a desc of its own (same compute,
+// activations and forward-only flags; its input is d.conv_output()); `d` without it otherwise.
+Conv2dDesc depthwise_part(const Conv2dDesc& d);
+
 // Whether the environment lets choices be made by timing at compile time: IC_CONV_TIMING=0
 // turns every one off (runs that need one fixed implementation, hence bit-identical results
 // from run to run): convolution implementations and InferenceRunner's batch slices.

@@ -187,11 +187,10 @@ InferenceGraph fuse_depthwise_into_pointwise(
     if (producer == kNone || consumers[between].size() != 1 || visible[between]) continue;
     Node& pw_node = in.graph.nodes[static_cast<size_t>(producer)];
     auto* pw = std::get_if<Conv2dDesc>(&pw_node.desc);
-    if (pw == nullptr || !fusable_pointwise(*pw) || removed[static_cast<size_t>(producer)])
-      continue;
+    if (pw == nullptr || !fusable_pointwise(*pw)) continue;
     Conv2dDesc both = *pw;
     both.fused_depthwise = FusedDepthwise{dw->stride_h, dw->fused_relu, dw->fused_activation};
-    if (both.output() != dw->output() || !accepts(both)) continue;
+    if (!accepts(both)) continue;
     *pw = both;
     pw_node.params.insert(pw_node.params.end(), dw_node.params.begin(), dw_node.params.end());
     pw_node.outputs[0] = dw_node.outputs.at(0);

@@ -361,11 +361,13 @@ TEST(CpuIm2colConv, AnImagesOutputDoesNotDependOnItsPlaceInTheBatch) {
     OpHarness h(*backend, cpu::make_im2col_conv(d, ctx));
     OpRun run = forward_run(d, seed += 10);
     const size_t image = static_cast<size_t>(d.input.numel() / 5);
-    for (size_t i = image; i < run.inputs[0].size(); ++i) run.inputs[0][i] = run.inputs[0][i % image];
+    for (size_t i = image; i < run.inputs[0].size(); ++i)
+      run.inputs[0][i] = run.inputs[0][i % image];
     h.run(run);
     const size_t out = static_cast<size_t>(d.output().numel() / 5);
     for (size_t i = out; i < run.outputs[0].size(); ++i)
-      ASSERT_EQ(run.outputs[0][i], run.outputs[0][i % out]) << "image " << i / out << " at " << i % out;
+      ASSERT_EQ(run.outputs[0][i], run.outputs[0][i % out])
+          << "image " << i / out << " at " << i % out;
   }
 }
 
@@ -449,7 +451,12 @@ TEST(CpuFusedDepthwise, OnlyAfterAForwardOnlyPointwiseConvolution) {
   strided.fused_depthwise->stride = 3;
   Conv2dDesc bf16 = d;
   bf16.compute = DType::bf16;
-  for (const Conv2dDesc& bad : {spatial, strided, bf16}) {
+  // 8x7 maps at stride 2: TF's SAME pads the top by 0 and the left by 1, and the post-op takes
+  // one padding for both.
+  Conv2dDesc uneven = d;
+  uneven.input = Shape{1, 8, 7, 4};
+  uneven.fused_depthwise->stride = 2;
+  for (const Conv2dDesc& bad : {spatial, strided, bf16, uneven}) {
     EXPECT_FALSE(backend->fuses_depthwise(bad));
     auto kernel = backend->compile(bad);
     ASSERT_FALSE(kernel.ok());

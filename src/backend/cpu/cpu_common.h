@@ -182,6 +182,38 @@ inline DnnlStep reorder_step(const dnnl::memory& from, const dnnl::memory& to) {
   return {dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}};
 }
 
+// A kernel's constant weights (Conv2dDesc::constant_weights) in its primitives' formats: each
+// the backend's shared copy (converted_weights), converted at the first forward that finds it
+// not yet converted.
+class WeightConversions {
+ public:
+  void clear() { conversions_.clear(); }
+  // `natural` (the arena's slice) in `format`: the memory a primitive reads.
+  dnnl::memory add(DnnlContext& ctx, const dnnl::memory& natural, const dnnl::memory::desc& format,
+                   bool share) {
+    auto target =
+        converted_weights(ctx, natural.get_data_handle(), format, "", format.get_size(), share);
+    const dnnl::memory packed(format, ctx.engine, target->data.get());
+    conversions_.push_back({std::move(target), reorder_step(natural, packed)});
+    return packed;
+  }
+  // Converts those not converted yet.
+  void run(dnnl::stream& stream) {
+    for (Conversion& conversion : conversions_) {
+      if (conversion.target->ready) continue;
+      conversion.step.primitive.execute(stream, conversion.step.args);
+      conversion.target->ready = true;
+    }
+  }
+
+ private:
+  struct Conversion {
+    std::shared_ptr<ConvertedWeights> target;
+    DnnlStep step;
+  };
+  std::vector<Conversion> conversions_;
+};
+
 // The memory a primitive reads (`into_copy`) or writes in the layout and type `want`: `arena`
 // itself when it has them, else a copy in `region` (want.get_size() bytes), with the reorder
 // that fills the copy (before the primitive) or empties it into the arena (after) appended to

@@ -22,12 +22,6 @@ bool reads_input_as_columns(const Conv2dDesc& d) {
   return d.kernel_h == 1 && d.kernel_w == 1 && d.stride_h == 1 && d.stride_w == 1;
 }
 
-// One product per image: oneDNN's GEMM splits its rows between threads and may sum a row in
-// another order depending on where the split falls, so a product over several images could give
-// an image other roundings at one place in the batch than at another (a PNG and its own
-// preprocessed array, classified together, differed by 4e-8 in 12 of 25 runs under load).
-constexpr int64_t kImagesPerProduct = 1;
-
 class Im2colConvKernel final : public OpKernel {
  public:
   Im2colConvKernel(const Conv2dDesc& d, DnnlContext& ctx, bool share_weights)
@@ -38,9 +32,13 @@ class Im2colConvKernel final : public OpKernel {
         pads_(tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h, d.stride_w,
                       d.padding)),
         copies_(!reads_input_as_columns(d)),
-        images_(kImagesPerProduct),
         depth_(d.weight_count() / d.out_channels) {
-    const int64_t rows = images_ * out_.h() * out_.w();
+    // One product per image: oneDNN's GEMM splits its rows between threads and may sum a row in
+    // another order depending on where the split falls, so a product over several images could
+    // give an image other roundings at one place in the batch than at another (a PNG and its
+    // own preprocessed array, classified together, differed by 4e-8 in 12 of 25 runs under
+    // load).
+    const int64_t rows = out_.h() * out_.w();
     const memory::desc columns({rows, depth_}, dt::f32, tag::ab);
     const memory::desc y({rows, d.out_channels}, dt::f32, tag::ab);
     // Changing weights are read where they are (HWIO is the product's plain [depth, Co]);
@@ -64,7 +62,7 @@ class Im2colConvKernel final : public OpKernel {
   size_t workspace_bytes() const override { return scratch_bytes_ + column_bytes_; }
   BackwardReads backward_reads() const override { return {false, false}; }
   std::string implementation() const override {
-    const int64_t products = d_.input.n() / images_;
+    const int64_t products = d_.input.n();
     return std::string(copies_ ? "ic:im2col " : "ic:matmul ") + pd_.impl_info_str() + " nhwc" +
            (products > 1 ? " (" + std::to_string(products) + " products)" : "");
   }
@@ -86,19 +84,16 @@ class Im2colConvKernel final : public OpKernel {
   }
 
   void forward(const StepContext&) override {
-    if (converted_ && !converted_->ready) {
-      run_steps(weight_steps_, ctx_.stream);
-      converted_->ready = true;
-    }
+    conversions_.run(ctx_.stream);
     const int64_t in_image = d_.input.h() * d_.input.w() * d_.input.c();
     const int64_t out_image = out_.h() * out_.w() * out_.c();
-    for (int64_t first = 0; first < d_.input.n(); first += images_) {
+    for (int64_t image = 0; image < d_.input.n(); ++image) {
       if (copies_) {
-        fill_columns(x_ + first * in_image);
+        fill_columns(x_ + image * in_image);
       } else {
-        columns_memory_.set_data_handle(const_cast<float*>(x_ + first * in_image));
+        columns_memory_.set_data_handle(const_cast<float*>(x_ + image * in_image));
       }
-      y_memory_.set_data_handle(y_ + first * out_image);
+      y_memory_.set_data_handle(y_ + image * out_image);
       product_.execute(ctx_.stream, args_);
     }
   }
@@ -107,19 +102,12 @@ class Im2colConvKernel final : public OpKernel {
  private:
   void bind_memories(const OpBindings& b, char* ws) {
     const dnnl::engine& eng = ctx_.engine;
-    weight_steps_.clear();
-    converted_.reset();
+    conversions_.clear();
     columns_memory_ = memory(pd_.src_desc(), eng, columns_);
     y_memory_ = memory(pd_.dst_desc(), eng, y_);
     memory w(plain_weights_md_, eng, b.params[0]);
-    if (pd_.weights_desc() != plain_weights_md_) {  // constant: converted at the first forward
-      const memory::desc format = pd_.weights_desc();
-      converted_ =
-          converted_weights(ctx_, b.params[0], format, "", format.get_size(), share_weights_);
-      const memory packed(format, eng, converted_->data.get());
-      weight_steps_.push_back(reorder_step(w, packed));
-      w = packed;
-    }
+    if (pd_.weights_desc() != plain_weights_md_)  // constant: converted at the first forward
+      w = conversions_.add(ctx_, w, pd_.weights_desc(), share_weights_);
     args_ = {{DNNL_ARG_SRC, columns_memory_},
              {DNNL_ARG_WEIGHTS, w},
              {DNNL_ARG_DST, y_memory_},
@@ -127,16 +115,14 @@ class Im2colConvKernel final : public OpKernel {
     if (d_.has_bias) args_[DNNL_ARG_BIAS] = memory(pd_.bias_desc(), eng, b.params[1]);
   }
 
-  // The columns of images_ images from `x` (NHWC): one row per output pixel, its taps in the
-  // weights' (kh, kw, Ci) order, zeros for taps in the padding.
+  // The columns of one image `x` (NHWC): one row per output pixel, its taps in the weights'
+  // (kh, kw, Ci) order, zeros for taps in the padding.
   void fill_columns(const float* x) {
     const int64_t in_h = d_.input.h(), in_w = d_.input.w(), channels = d_.input.c();
-    const int64_t out_h = out_.h(), out_w = out_.w();
+    const int64_t out_w = out_.w();
     const size_t tap_bytes = static_cast<size_t>(channels) * sizeof(float);
-    parallel_for(images_ * out_h, 1, [&](int64_t image_row) {
-      const int64_t image = image_row / out_h, r = image_row % out_h;
-      const float* source = x + image * in_h * in_w * channels;
-      float* row = columns_ + image_row * out_w * depth_;
+    parallel_for(out_.h(), 1, [&](int64_t r) {
+      float* row = columns_ + r * out_w * depth_;
       for (int64_t q = 0; q < out_w; ++q) {
         float* tap = row + q * depth_;
         for (int a = 0; a < d_.kernel_h; ++a) {
@@ -146,7 +132,7 @@ class Im2colConvKernel final : public OpKernel {
             if (ih < 0 || ih >= in_h || iw < 0 || iw >= in_w) {
               std::memset(tap, 0, tap_bytes);
             } else {
-              std::memcpy(tap, source + (ih * in_w + iw) * channels, tap_bytes);
+              std::memcpy(tap, x + (ih * in_w + iw) * channels, tap_bytes);
             }
           }
         }
@@ -159,9 +145,8 @@ class Im2colConvKernel final : public OpKernel {
   bool share_weights_;
   Shape out_;
   Pads pads_;
-  bool copies_;     // false: the input is the columns (pointwise)
-  int64_t images_;  // per product
-  int64_t depth_;   // kh * kw * Ci: a column row's length
+  bool copies_;    // false: the input is the columns (pointwise)
+  int64_t depth_;  // kh * kw * Ci: a column row's length
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul product_;
   memory::desc plain_weights_md_;
@@ -169,10 +154,9 @@ class Im2colConvKernel final : public OpKernel {
   const float* x_ = nullptr;
   float* y_ = nullptr;
   float* columns_ = nullptr;
-  memory columns_memory_, y_memory_;  // moved along the batch, one group at a time
+  memory columns_memory_, y_memory_;  // moved along the batch, one image at a time
   std::unordered_map<int, memory> args_;
-  std::shared_ptr<ConvertedWeights> converted_;  // constant weights in the product's layout
-  std::vector<DnnlStep> weight_steps_;
+  WeightConversions conversions_;  // constant weights in the product's layout
 };
 
 }  // namespace
