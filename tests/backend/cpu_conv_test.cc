@@ -2,6 +2,8 @@
 // for odd shapes, asymmetric TF SAME padding, strides and 1x7 / 7x1 kernels, in f32 and bf16.
 #include <gtest/gtest.h>
 
+#include <dnnl.hpp>
+
 #include "op_harness.h"
 
 namespace ic {
@@ -53,6 +55,36 @@ TEST(CpuConv, MatchesReferenceForwardAndBackward) {
     SCOPED_TRACE(d.input.str() + " k" + std::to_string(c.kh) + "x" + std::to_string(c.kw) + " s" +
                  std::to_string(c.stride) + (c.padding == Padding::same ? " SAME" : " VALID"));
     OpHarness h(*backend, d);
+    OpRun run = conv_run(d, seed += 10);
+    h.run(run);
+    testing::expect_conv_matches_reference(d, run, 1e-4, 1e-4, 1e-4);
+  }
+}
+
+// Training's fixed rule runs kernels wider than 1x1 on 8 or more input channels on oneDNN's
+// blocked layout where the CPU has no AVX-512, converting x, y and the gradients inside the
+// kernel; channel counts that are not multiples of the block (8) are padded there.
+TEST(CpuConv, BlockedLayoutWithoutAvx512MatchesReference) {
+  const auto avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+  const bool has_avx512 = (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & avx512) == avx512;
+  const ConvCase cases[] = {
+      {{2, 9, 7, 12}, 13, 3, 3, 1, Padding::same, true},
+      {{2, 10, 9, 12}, 13, 3, 3, 2, Padding::same, false},  // even rows: pad 0 before
+      {{1, 9, 8, 16}, 24, 1, 7, 1, Padding::same, false},
+      {{1, 9, 8, 9}, 8, 5, 5, 1, Padding::valid, true},
+      {{2, 6, 6, 17}, 19, 1, 1, 1, Padding::same, false},  // 1x1: NHWC everywhere
+      {{2, 9, 9, 3}, 8, 3, 3, 2, Padding::valid, false},   // 3 input channels: NHWC everywhere
+  };
+  auto backend = cpu_backend();
+  uint32_t seed = 300;
+  for (const ConvCase& c : cases) {
+    const Conv2dDesc d = conv_desc(c);
+    OpHarness h(*backend, d);
+    const std::string impl = h.kernel().implementation();
+    SCOPED_TRACE(d.input.str() + " k" + std::to_string(c.kh) + "x" + std::to_string(c.kw) + ": " +
+                 impl);
+    const bool blocked = !has_avx512 && c.kh * c.kw > 1 && c.input.c() >= 8;
+    EXPECT_EQ(impl.find(" blocked") != std::string::npos, blocked);
     OpRun run = conv_run(d, seed += 10);
     h.run(run);
     testing::expect_conv_matches_reference(d, run, 1e-4, 1e-4, 1e-4);

@@ -2,7 +2,9 @@
 //
 // Which implementation (a ConvPlan: oneDNN algorithm, activation layout, compute type):
 //   - training: Winograd F(4x4, 3x3) for 3x3 stride-1 convs on large maps where this CPU has
-//     it (about half the multiply-adds of direct convolution), else direct on NHWC;
+//     it (about half the multiply-adds of direct convolution), else direct: on oneDNN's blocked
+//     layout for kernels wider than 1x1 on a CPU without AVX-512 (conv_kernel.cc's
+//     prefers_blocked), else on NHWC;
 //   - forward only (training = false): the same rule, or, when conv_timing_enabled(), each
 //     plan this CPU offers (a bf16 convolution's in float32 as well, and in float32 the matrix
 //     product of im2col_conv.h) is built and timed on scratch buffers (two runs, the faster one

@@ -17,7 +17,8 @@ dt compute_type(const Conv2dDesc& d, const DnnlContext& ctx);
 std::unique_ptr<OpKernel> plan_kernel(const Conv2dDesc& d, DnnlContext& ctx, const ConvPlan& plan,
                                       bool share_weights);
 
-// The fixed rule: Winograd where it is preferred and this CPU has it, else direct on NHWC.
+// The fixed rule: Winograd where it is preferred and this CPU has it, else direct, on oneDNN's
+// blocked layout for kernels wider than 1x1 on a CPU without AVX-512, else on NHWC.
 // Throws dnnl::error as plan_kernel does.
 std::unique_ptr<OpKernel> default_kernel(const Conv2dDesc& d, DnnlContext& ctx);
 
