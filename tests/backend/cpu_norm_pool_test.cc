@@ -2,6 +2,9 @@
 // the CPU backend against the double-precision references.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <dnnl.hpp>
+
 #include "op_harness.h"
 
 namespace ic {
@@ -107,6 +110,15 @@ TEST(CpuPool, MatchesReferenceForwardAndBackward) {
       {{2, 8, 6, 5}, PoolKind::avg, 3, 2, Padding::same},
       {{2, 8, 8, 4}, PoolKind::avg, 8, 1, Padding::valid},
       {{1, 7, 7, 3}, PoolKind::avg, 5, 3, Padding::valid},
+      // 8 channels and more: the vector loops (pool_loops.h) where the CPU has AVX2, with the
+      // channels past the last multiple of 8 in the plain loop.
+      {{2, 9, 8, 19}, PoolKind::max, 3, 2, Padding::same},
+      {{2, 9, 8, 19}, PoolKind::max, 3, 1, Padding::same},
+      {{3, 10, 9, 16}, PoolKind::max, 3, 2, Padding::valid},
+      {{2, 9, 8, 19}, PoolKind::avg, 3, 1, Padding::same},
+      {{3, 10, 9, 16}, PoolKind::avg, 3, 2, Padding::same},
+      {{1, 11, 10, 8}, PoolKind::max, 2, 3, Padding::valid},  // rows no window reaches
+      {{1, 11, 10, 8}, PoolKind::avg, 2, 3, Padding::valid},
   };
   uint32_t seed = 400;
   for (const PoolCase& c : cases) {
@@ -131,6 +143,37 @@ TEST(CpuPool, MatchesReferenceForwardAndBackward) {
                 1e-6, 1e-5, "pool dx");
     if (c.kind == PoolKind::avg)
       testing::expect_backend_gradient(h, run, false, 0, 1e-2, 1e-4, 1e-2, 4);
+  }
+}
+
+// Ties: each window's gradient goes to its first maximum in row-major order, as the reference
+// (and TF) route it. The inputs take 3 values, so most windows hold several maxima.
+TEST(CpuPool, MaxPoolingRoutesTiesToTheFirstMaximum) {
+  auto backend = cpu_backend();
+  for (const int64_t channels : {5, 16, 21}) {
+    Pool2dDesc d;
+    d.input = Shape{2, 9, 8, channels};
+    d.kind = PoolKind::max;
+    d.kernel_h = d.kernel_w = 3;
+    d.stride_h = d.stride_w = 2;
+    d.padding = Padding::same;
+    SCOPED_TRACE(d.input.str());
+    OpHarness h(*backend, d);
+    // Our loops without oneDNN's AVX-512 kernels, oneDNN's pooling with them.
+    const auto avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+    const bool onednn_avx512 =
+        (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & avx512) == avx512;
+    EXPECT_EQ(h.kernel().implementation() == "pool loops", !onednn_avx512);
+    OpRun run;
+    run.inputs = {random_vec(d.input.numel(), 600)};
+    for (double& v : run.inputs[0]) v = std::round(v);  // -1, 0 or 1
+    const int64_t out = d.output().numel();
+    run.output_sizes = {size_t(out)};
+    run.output_grads = {random_vec(out, 601)};
+    h.run(run);
+    expect_near(run.outputs[0], ref::pool2d_forward(d, run.inputs[0]), 0, 0, "pool y");
+    expect_near(run.input_grads[0], ref::pool2d_backward(d, run.inputs[0], run.output_grads[0]),
+                1e-6, 1e-5, "pool dx");
   }
 }
 

@@ -81,9 +81,7 @@ bool prefers_winograd(const Conv2dDesc& d, const DnnlContext& ctx) {
 // (MobileNet v2's 3x3 3->32 on 224x224: 17.7 -> 20.9 ms). With AVX-512 the NHWC kernels are
 // oneDNN's brgemm ones, and this rule is not applied.
 bool prefers_blocked(const Conv2dDesc& d, const DnnlContext& ctx) {
-  const auto avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
-  const bool has_avx512 = (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & avx512) == avx512;
-  return !has_avx512 && compute_type(d, ctx) == dt::f32 && d.groups == 1 &&
+  return !onednn_runs_avx512() && compute_type(d, ctx) == dt::f32 && d.groups == 1 &&
          d.kernel_h * d.kernel_w > 1 && d.input.c() >= 8 && !d.fused_depthwise;
 }
 
@@ -491,6 +489,11 @@ bool bf16_outpaces_f32() {
   }
   const auto amx = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
   return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & amx) == amx;
+}
+
+bool onednn_runs_avx512() {
+  const auto avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+  return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & avx512) == avx512;
 }
 
 bool has_bf16_convolutions(const dnnl::engine& engine) {

@@ -61,6 +61,11 @@ struct ConvertedWeights {
   bool ready = false;  // converted (at the first forward of any of its kernels)
 };
 
+// Whether oneDNN runs its AVX-512 kernels here (its effective ISA: ONEDNN_MAX_CPU_ISA can lower
+// it). Without them, some of its kernels lose to other ways (conv_kernel.cc's prefers_blocked,
+// pool_loops.h).
+bool onednn_runs_avx512();
+
 // Whether oneDNN builds bf16 convolutions on this CPU (it needs AVX-512).
 bool has_bf16_convolutions(const dnnl::engine& engine);
 // Whether this CPU multiplies and adds bf16 faster than f32: with AMX, several times; with

@@ -6,10 +6,12 @@
 // f32 primitive whose hint is an f32 forward of the same shape, reading the argmax workspace the
 // bf16 forward wrote (where oneDNN's bf16 and f32 workspaces differ, forward runs in f32 too).
 // u8 activations (int8 inference) are forward only: oneDNN pools the levels themselves.
+// float32 pooling runs our own loops instead where pool_loops_apply says (pool_loops.h).
 #include <unordered_map>
 #include <vector>
 
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/pool_loops.h"
 
 namespace ic::cpu {
 namespace {
@@ -130,6 +132,59 @@ class PoolKernel final : public OpKernel {
   bool has_grads_ = false;
 };
 
+// float32 pooling by pool_loops.h; training max pooling saves the argmax positions (a byte
+// per output value) for backward, which then reads neither x nor y.
+class PoolLoopKernel final : public OpKernel {
+ public:
+  explicit PoolLoopKernel(const Pool2dDesc& d)
+      : shape_(pool_loop_shape(d)), max_(d.kind == PoolKind::max), training_(d.training) {}
+
+  size_t saved_bytes() const override {
+    return max_ && training_
+               ? static_cast<size_t>(shape_.n * shape_.out_h * shape_.out_w * shape_.c)
+               : 0;
+  }
+  BackwardReads backward_reads() const override { return {false, false}; }
+  std::string implementation() const override { return "pool loops"; }
+
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("pool2d", b, 1, 1, 0, 0));
+    if (saved_bytes() && !b.saved)
+      return error("pool2d: needs ", saved_bytes(), " bytes of saved memory, got none");
+    x_ = static_cast<const float*>(b.inputs[0]);
+    y_ = static_cast<float*>(b.outputs[0]);
+    argmax_ = static_cast<uint8_t*>(b.saved);
+    const bool grads = training_ && !b.output_grads.empty() && b.output_grads[0] &&
+                       !b.input_grads.empty() && b.input_grads[0];
+    dy_ = grads ? static_cast<const float*>(b.output_grads[0]) : nullptr;
+    dx_ = grads ? static_cast<float*>(b.input_grads[0]) : nullptr;
+    return Status();
+  }
+
+  void forward(const StepContext&) override {
+    if (max_)
+      max_pool_forward(shape_, x_, y_, training_ ? argmax_ : nullptr);
+    else
+      avg_pool_forward(shape_, x_, y_);
+  }
+  void backward(const StepContext&) override {
+    if (!dx_) return;
+    if (max_)
+      max_pool_backward(shape_, dy_, argmax_, dx_);
+    else
+      avg_pool_backward(shape_, dy_, dx_);
+  }
+
+ private:
+  PoolLoopShape shape_;
+  bool max_, training_;
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+  uint8_t* argmax_ = nullptr;
+  const float* dy_ = nullptr;
+  float* dx_ = nullptr;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<OpKernel>> make_pool2d(const Pool2dDesc& d, DnnlContext& ctx) {
@@ -144,6 +199,7 @@ Result<std::unique_ptr<OpKernel>> make_pool2d(const Pool2dDesc& d, DnnlContext& 
     return error("pool2d: u8 activations are for forward-only (int8 inference) pools");
   if (d.activations != DType::f32 && d.activations != DType::bf16 && d.activations != DType::u8)
     return error("pool2d: activations in ", dtype_name(d.activations), " (f32, bf16 or u8 only)");
+  if (pool_loops_apply(d)) return std::unique_ptr<OpKernel>(std::make_unique<PoolLoopKernel>(d));
   return std::unique_ptr<OpKernel>(std::make_unique<PoolKernel>(d, ctx));
 }
 
