@@ -61,6 +61,22 @@ Shape Pool2dDesc::output() const {
                tf_output_size(input.w(), kernel_w, stride_w, padding), input.c()};
 }
 
+PoolWindows pool_windows(const Pool2dDesc& d) {
+  const Shape out = d.output();
+  const Pads pads =
+      tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h, d.stride_w, d.padding);
+  PoolWindows w;
+  w.out_h = out.h();
+  w.out_w = out.w();
+  w.kernel_h = d.kernel_h;
+  w.kernel_w = d.kernel_w;
+  w.stride_h = d.stride_h;
+  w.stride_w = d.stride_w;
+  w.top = pads.top;
+  w.left = pads.left;
+  return w;
+}
+
 Shape PadDesc::output() const {
   return Shape{input.n(), input.h() + pads.top + pads.bottom, input.w() + pads.left + pads.right,
                input.c()};

@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "backend/pool_windows.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -195,6 +196,9 @@ struct Pool2dDesc {
   DType activations = DType::f32;
   Shape output() const;
 };
+
+// `d`'s windows (pool_windows.h).
+PoolWindows pool_windows(const Pool2dDesc& d);
 
 // in: x[N,H,W,C]  out: y[N,C] (mean over H,W)
 struct GlobalAvgPoolDesc {

@@ -27,8 +27,8 @@ struct Window {
 
 Window window(const PoolLoopShape& s, int64_t oh, int64_t ow) {
   Window win;
-  win.top = oh * s.stride_h - s.pad_top;
-  win.left = ow * s.stride_w - s.pad_left;
+  win.top = oh * s.stride_h - s.top;
+  win.left = ow * s.stride_w - s.left;
   win.r0 = std::max<int64_t>(win.top, 0);
   win.r1 = std::min<int64_t>(win.top + s.kernel_h, s.h);
   win.c0 = std::max<int64_t>(win.left, 0);
@@ -208,7 +208,7 @@ void each_output_grad(const PoolLoopShape& s, float* dx, Grad grad) {
       zeroed = row;
     };
     for (int64_t oh = 0; oh < s.out_h; ++oh) {
-      zero_until(std::min<int64_t>(oh * s.stride_h - s.pad_top + s.kernel_h, s.h));
+      zero_until(std::min<int64_t>(oh * s.stride_h - s.top + s.kernel_h, s.h));
       for (int64_t ow = 0; ow < s.out_w; ++ow)
         grad(image, window(s, oh, ow), ((n * s.out_h + oh) * s.out_w + ow) * s.c);
     }
@@ -219,22 +219,12 @@ void each_output_grad(const PoolLoopShape& s, float* dx, Grad grad) {
 }  // namespace
 
 PoolLoopShape pool_loop_shape(const Pool2dDesc& d) {
-  const Shape out = d.output();
-  const Pads pads =
-      tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h, d.stride_w, d.padding);
   PoolLoopShape s;
+  static_cast<PoolWindows&>(s) = pool_windows(d);
   s.n = d.input.n();
   s.h = d.input.h();
   s.w = d.input.w();
   s.c = d.input.c();
-  s.out_h = out.h();
-  s.out_w = out.w();
-  s.kernel_h = d.kernel_h;
-  s.kernel_w = d.kernel_w;
-  s.stride_h = d.stride_h;
-  s.stride_w = d.stride_w;
-  s.pad_top = pads.top;
-  s.pad_left = pads.left;
   return s;
 }
 

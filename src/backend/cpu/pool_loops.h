@@ -14,11 +14,9 @@
 
 namespace ic::cpu {
 
-// A pooling's geometry, with TF's padding resolved into the rows above and columns left of the
-// input that the first window covers.
-struct PoolLoopShape {
-  int64_t n = 0, h = 0, w = 0, c = 0, out_h = 0, out_w = 0;
-  int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
+// A pooling's windows (ops.h's pool_windows) and its input's size.
+struct PoolLoopShape : PoolWindows {
+  int64_t n = 0, h = 0, w = 0, c = 0;
 };
 PoolLoopShape pool_loop_shape(const Pool2dDesc& d);
 

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "backend/pool_windows.h"
+
 namespace ic::cuda {
 
 enum class ElemType { f32, bf16 };
@@ -121,10 +123,8 @@ cudaError_t launch_bn_relu_mask(const float* x, const float* dy, const float* me
                                 cudaStream_t stream);
 
 // Pooling (TensorFlow semantics, asymmetric padding allowed) --------------------------------
-struct PoolGeometry {
+struct PoolGeometry : PoolWindows {
   Nhwc in;
-  int64_t out_h = 0, out_w = 0;
-  int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, top = 0, left = 0;
 };
 // argmax[n,oh,ow,c] = h*W + w of the window's (first) maximum, for the backward.
 cudaError_t launch_max_pool_forward(const float* x, float* y, int32_t* argmax,

@@ -81,19 +81,9 @@ class PoolKernel final : public SimpleKernel {
  public:
   PoolKernel(const Pool2dDesc& d, CudaContext& ctx)
       : SimpleKernel(ctx), max_(d.kind == PoolKind::max) {
-    const Shape out = d.output();
-    const Pads p = tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, d.stride_h, d.stride_w,
-                           d.padding);
+    static_cast<PoolWindows&>(g_) = pool_windows(d);
     g_.in = nhwc(d.input);
-    g_.out_h = out.h();
-    g_.out_w = out.w();
-    g_.kernel_h = d.kernel_h;
-    g_.kernel_w = d.kernel_w;
-    g_.stride_h = d.stride_h;
-    g_.stride_w = d.stride_w;
-    g_.top = p.top;
-    g_.left = p.left;
-    out_count_ = out.numel();
+    out_count_ = d.output().numel();
   }
   size_t saved_bytes() const override {
     return max_ ? static_cast<size_t>(out_count_) * sizeof(int32_t) : 0;
