@@ -76,7 +76,7 @@ bool prefers_winograd(const Conv2dDesc& d, const DnnlContext& ctx) {
 // 1x1 ones do not. Training, batch 32, forward + both gradients with the conversions, on a 2-core
 // AMD EPYC Zen 2: DenseNet-121's 3x3 128->32 on 56x56 177 -> 130 ms, Inception v3's 3x3 32->64 on
 // 147x147 613 -> 445 ms and 80->192 on 73x73 1043 -> 802 ms, ResNet-50's 3x3 64->64 on 56x56 162
-// -> 126 ms; small maps gain 3-10%, while 1x1 ones lose 7-15% (256->128 on 56x56: 123 -> 140
+// -> 126 ms; smaller maps gain 3-15%, while 1x1 ones lose 7-15% (256->128 on 56x56: 123 -> 140
 // ms), and so do the stems on 3 input channels, whose large outputs the conversions dominate
 // (MobileNet v2's 3x3 3->32 on 224x224: 17.7 -> 20.9 ms). With AVX-512 the NHWC kernels are
 // oneDNN's brgemm ones, and this rule is not applied.
