@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/cpu/im2col_conv.h"
+#include "backend/cpu/winograd_conv.h"
 #include "op_harness.h"
 
 namespace ic {
@@ -168,8 +169,9 @@ TEST(CpuInferenceConv, KernelsOverOneWeightArenaAgree) {
   expect_near(y3, ref3, 1e-4, 1e-4, "batch 3");
 }
 
-// The implementation picked by timing is one of oneDNN's and computes the same convolution as
-// the fixed choice, within float32 rounding of a different summation order.
+// The implementation picked by timing is one of oneDNN's or one of our products, and computes
+// the same convolution as the fixed choice, within float32 rounding of a different summation
+// order.
 TEST(CpuInferenceConv, TimedChoiceIsValidAndAgrees) {
   auto backend = cpu_backend();
   uint32_t seed = 900;
@@ -183,7 +185,7 @@ TEST(CpuInferenceConv, TimedChoiceIsValidAndAgrees) {
     EXPECT_TRUE(impl.find(" direct ") != std::string::npos ||
                 impl.find(" winograd ") != std::string::npos ||
                 impl.find(" auto ") != std::string::npos || impl.rfind("ic:im2col ", 0) == 0 ||
-                impl.rfind("ic:matmul ", 0) == 0)
+                impl.rfind("ic:matmul ", 0) == 0 || impl.rfind("ic:winograd ", 0) == 0)
         << impl;
     EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;  // never oneDNN's reference loops
     OpRun a = forward_run(fixed, seed += 10);
@@ -346,6 +348,60 @@ TEST(CpuIm2colConv, MatchesReference) {
         expect_near(run.outputs[0], want, 1e-4, 1e-4, "im2col y");
         expect_near(again.outputs[0], want, 1e-4, 1e-4, "im2col y again");
       }
+}
+
+// Winograd F(2x2,3x3): SAME and VALID, odd and even output sizes (a tile's second row or column
+// past the edge), channel counts off any vector width, with and without the bias and the ReLU.
+TEST(CpuWinogradConv, MatchesReference) {
+  auto backend = cpu_backend();
+  cpu::DnnlContext ctx;
+  const InferenceCase cases[] = {
+      {{2, 9, 7, 5}, 7, 3, 3, 1, Padding::same},   {{2, 9, 7, 5}, 7, 3, 3, 1, Padding::valid},
+      {{1, 8, 8, 16}, 24, 3, 3, 1, Padding::same}, {{1, 10, 11, 19}, 33, 3, 3, 1, Padding::valid},
+      {{3, 3, 3, 4}, 2, 3, 3, 1, Padding::same},
+  };
+  uint32_t seed = 2100;
+  for (const InferenceCase& c : cases)
+    for (int post = 0; post < 3; ++post) {
+      Conv2dDesc d = inference_conv(c, post == 1, /*constant=*/true, /*timed=*/false);
+      d.has_bias = post != 2;
+      SCOPED_TRACE(conv_name(d) + (d.has_bias ? " bias" : "") + (d.fused_relu ? " relu" : ""));
+      ASSERT_TRUE(cpu::winograd_conv_applies(d));
+      OpHarness h(*backend, cpu::make_winograd_conv(d, ctx));
+      EXPECT_EQ(h.kernel().implementation().rfind("ic:winograd F(2x2,3x3) ", 0), 0u);
+      OpRun run = forward_run(d, seed += 10);
+      if (!d.has_bias) run.params.pop_back();
+      // Twice: the harness poisons the workspace after each run.
+      h.run(run);
+      OpRun again = run;
+      h.run(again);
+      OpRun with_zero_bias = run;
+      if (!d.has_bias) with_zero_bias.params.push_back(Vec(size_t(d.out_channels), 0.0));
+      const Vec want = reference(d, with_zero_bias);
+      expect_near(run.outputs[0], want, 1e-5, 1e-5, "winograd y");
+      expect_near(again.outputs[0], want, 1e-5, 1e-5, "winograd y again");
+    }
+  Conv2dDesc strided = inference_conv(cases[0], false, true, false);
+  strided.stride_h = strided.stride_w = 2;
+  EXPECT_FALSE(cpu::winograd_conv_applies(strided));
+  Conv2dDesc changing = inference_conv(cases[0], false, /*constant=*/false, false);
+  EXPECT_FALSE(cpu::winograd_conv_applies(changing));
+}
+
+TEST(CpuWinogradConv, AnImagesOutputDoesNotDependOnItsPlaceInTheBatch) {
+  auto backend = cpu_backend();
+  cpu::DnnlContext ctx;
+  const Conv2dDesc d =
+      inference_conv({{5, 9, 8, 12}, 16, 3, 3, 1, Padding::same}, true, true, false);
+  OpHarness h(*backend, cpu::make_winograd_conv(d, ctx));
+  OpRun run = forward_run(d, 2300);
+  const size_t image = static_cast<size_t>(d.input.numel() / 5);
+  for (size_t i = image; i < run.inputs[0].size(); ++i) run.inputs[0][i] = run.inputs[0][i % image];
+  h.run(run);
+  const size_t out = static_cast<size_t>(d.output().numel() / 5);
+  for (size_t i = out; i < run.outputs[0].size(); ++i)
+    ASSERT_EQ(run.outputs[0][i], run.outputs[0][i % out])
+        << "image " << i / out << " at " << i % out;
 }
 
 // Every image of a batch is computed as any other: the same image gives the same outputs bit for

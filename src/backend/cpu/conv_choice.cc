@@ -6,9 +6,10 @@
 //     layout for kernels wider than 1x1 on a CPU without AVX-512 (conv_kernel.cc's
 //     prefers_blocked), else on NHWC;
 //   - forward only (training = false): the same rule, or, when conv_timing_enabled(), each
-//     plan this CPU offers (a bf16 convolution's in float32 as well, and in float32 the matrix
-//     product of im2col_conv.h) is built and timed on scratch buffers (two runs, the faster one
-//     counts), once per shape per backend; later convs of the same shape reuse the answer.
+//     plan this CPU offers (a bf16 convolution's in float32 as well, and in float32 our matrix
+//     products: im2col_conv.h's and, for 3x3 stride 1, winograd_conv.h's) is built and timed on
+//     scratch buffers (two runs, the faster one counts), once per shape per backend; later convs
+//     of the same shape reuse the answer.
 //
 // A pointwise convolution with a fused depthwise one (Conv2dDesc::fused_depthwise) has one plan,
 // and Backend::fuses_depthwise times it against the two convolutions apart.
@@ -27,6 +28,7 @@
 #include "backend/cpu/conv_kernel.h"
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/im2col_conv.h"
+#include "backend/cpu/winograd_conv.h"
 
 namespace ic::cpu {
 namespace {
@@ -123,16 +125,27 @@ double time_cast(const Shape& shape, DType from, DType to, DnnlContext& ctx) {
   return fastest_forward_seconds(**cast, ctx);
 }
 
+// Which kind of kernel a plan runs: oneDNN's convolutions, or one of our matrix products.
+enum class Kernel { onednn, im2col, winograd };
+
+Kernel kernel_of(const ConvPlan& plan) {
+  if (!plan.by_matmul) return Kernel::onednn;
+  return plan.winograd ? Kernel::winograd : Kernel::im2col;
+}
+
 // Every plan worth trying for `d` in the compute types `types`; oneDNN refuses those it has no
-// implementation of. by_matmul set: only im2col_conv.h's product (true) or only oneDNN's
-// convolutions (false).
+// implementation of. settled set: only plans of that kind.
 std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const std::vector<dt>& types,
-                                      std::optional<bool> by_matmul) {
+                                      std::optional<Kernel> settled) {
+  const auto allowed = [&](Kernel kind) { return !settled || *settled == kind; };
   std::vector<ConvPlan> plans;
   for (const dt ct : types) {
-    if (ct == dt::f32 && im2col_conv_applies(d) && by_matmul.value_or(true))
+    if (ct == dt::f32 && im2col_conv_applies(d) && allowed(Kernel::im2col))
       plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, /*by_matmul=*/true});
-    if (by_matmul.value_or(false)) continue;
+    if (ct == dt::f32 && winograd_conv_applies(d) && allowed(Kernel::winograd))
+      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, /*by_matmul=*/true,
+                       /*winograd=*/true});
+    if (!allowed(Kernel::onednn)) continue;
     plans.push_back({algorithm::convolution_direct, ct, tag::nhwc});
     plans.push_back({algorithm::convolution_direct, ct, tag::any});
     plans.push_back({algorithm::convolution_auto, ct, tag::any});
@@ -140,7 +153,7 @@ std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const std::vector<dt>
         d.stride_w == 1)
       plans.push_back({algorithm::convolution_winograd, ct, tag::any});
   }
-  // The product last: it must beat the best convolution by kProductMargin.
+  // The products last: they must beat the best convolution by kProductMargin.
   std::stable_partition(plans.begin(), plans.end(), [](const ConvPlan& p) { return !p.by_matmul; });
   return plans;
 }
@@ -154,11 +167,11 @@ struct PlanCache {
   std::map<std::string, ConvPlan> plans;
   std::map<std::string, bool> fused_faster;  // by plan_key of the fused desc
   std::map<std::string, dt> compute;         // by layer_key
-  // By layer_key: whether the layer runs as im2col_conv.h's product, settled at the first batch
-  // size timed like its compute type. The product sums in another order than oneDNN's
-  // convolutions, so a layer that took it at one batch size and not at another would give an
+  // By layer_key: which kind of kernel the layer runs (oneDNN's, or one of our products),
+  // settled at the first batch size timed like its compute type. Each kind sums in its own
+  // order, so a layer that took one at one batch size and another at another would give an
   // image other roundings in a batch run as slices (InferenceRunner) than alone.
-  std::map<std::string, bool> by_matmul;
+  std::map<std::string, Kernel> kernel;
 };
 
 // The compute types to time for `d`. A bf16 convolution is also tried in float32 on its
@@ -192,10 +205,10 @@ struct TimedPlan {
 
 // The fastest of `d`'s plans in the compute types `types`, timed now (the cache's lock held).
 Result<TimedPlan> fastest_plan(const Conv2dDesc& d, DnnlContext& ctx, const std::vector<dt>& types,
-                               std::optional<bool> by_matmul) {
+                               std::optional<Kernel> settled) {
   std::vector<std::unique_ptr<OpKernel>> timed;
   TimedPlan best{{}, std::numeric_limits<double>::infinity()};
-  for (const ConvPlan& plan : candidate_plans(d, types, by_matmul)) {
+  for (const ConvPlan& plan : candidate_plans(d, types, settled)) {
     std::unique_ptr<OpKernel> kernel;
     try {
       kernel = plan_kernel(d, ctx, plan, /*share_weights=*/false);
@@ -221,10 +234,10 @@ Result<TimedPlan> fastest_plan(const Conv2dDesc& d, DnnlContext& ctx, const std:
   return best;
 }
 
-// Whether `layer` runs as a product, where an earlier batch size settled it.
-std::optional<bool> settled_product(const PlanCache& cache, const std::string& layer) {
-  const auto found = cache.by_matmul.find(layer);
-  if (found == cache.by_matmul.end()) return std::nullopt;
+// Which kind of kernel `layer` runs, where an earlier batch size settled it.
+std::optional<Kernel> settled_kernel(const PlanCache& cache, const std::string& layer) {
+  const auto found = cache.kernel.find(layer);
+  if (found == cache.kernel.end()) return std::nullopt;
   return found->second;
 }
 
@@ -237,10 +250,10 @@ Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
   const std::string layer = layer_key(d);
   IC_ASSIGN_OR_RETURN(
       const TimedPlan best,
-      fastest_plan(d, ctx, compute_types(d, ctx, cache, layer), settled_product(cache, layer)));
+      fastest_plan(d, ctx, compute_types(d, ctx, cache, layer), settled_kernel(cache, layer)));
   cache.plans.emplace(key, best.plan);
   cache.compute.emplace(layer, best.plan.compute);
-  cache.by_matmul.emplace(layer, best.plan.by_matmul);
+  cache.kernel.emplace(layer, kernel_of(best.plan));
   return best.plan;
 }
 
@@ -261,14 +274,14 @@ Result<DType> timed_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {
   if (depthwise_bf16_applies(d)) {
     in_bf16.seconds = time_forward(*make_depthwise_bf16(d, ctx, false), d, ctx);
   } else {
-    IC_ASSIGN_OR_RETURN(in_bf16, fastest_plan(d, ctx, {dt::bf16}, false));
+    IC_ASSIGN_OR_RETURN(in_bf16, fastest_plan(d, ctx, {dt::bf16}, Kernel::onednn));
   }
   const std::string wide_layer = layer_key(wide);
   IC_ASSIGN_OR_RETURN(const TimedPlan in_f32,
-                      fastest_plan(wide, ctx, {dt::f32}, settled_product(cache, wide_layer)));
+                      fastest_plan(wide, ctx, {dt::f32}, settled_kernel(cache, wide_layer)));
   cache.plans.emplace(plan_key(wide), in_f32.plan);
   cache.compute.emplace(wide_layer, dt::f32);
-  cache.by_matmul.emplace(wide_layer, in_f32.plan.by_matmul);
+  cache.kernel.emplace(wide_layer, kernel_of(in_f32.plan));
   // Where bf16 multiply-adds outpace float32's (AMX), most layers stay bf16, so a layer kept
   // in float32 is most likely an island: the Casts of its input and its output are part of its
   // cost. They are timed, not assumed: on a 2-core AMX Xeon MobileNet v2's depthwise layers

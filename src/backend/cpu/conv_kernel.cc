@@ -37,6 +37,7 @@
 #include "backend/cpu/flipped_data_grad.h"
 #include "backend/cpu/im2col_conv.h"
 #include "backend/cpu/pointwise_grads.h"
+#include "backend/cpu/winograd_conv.h"
 
 namespace ic::cpu {
 
@@ -439,7 +440,9 @@ class ConvKernel final : public OpKernel {
 
 std::unique_ptr<OpKernel> plan_kernel(const Conv2dDesc& d, DnnlContext& ctx, const ConvPlan& plan,
                                       bool share_weights) {
-  if (plan.by_matmul) return make_im2col_conv(d, ctx, share_weights);
+  if (plan.by_matmul)
+    return plan.winograd ? make_winograd_conv(d, ctx, share_weights)
+                         : make_im2col_conv(d, ctx, share_weights);
   auto kernel = std::make_unique<ConvKernel>(d, ctx, plan);
   if (!share_weights) kernel->keep_weights_private();
   return kernel;

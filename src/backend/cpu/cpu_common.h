@@ -34,12 +34,14 @@ using dt = dnnl::memory::data_type;
 
 // How one convolution runs: oneDNN's algorithm, the activation layout asked for (nhwc, or
 // any: oneDNN's choice, converted inside the kernel) and the type x and w are computed in; or,
-// by_matmul, as im2col_conv.h's matrix product on NHWC in float32 (alg and activations unused).
+// by_matmul, as our own matrix products on NHWC in float32 (alg and activations unused):
+// im2col_conv.h's, or with winograd, winograd_conv.h's.
 struct ConvPlan {
   dnnl::algorithm alg = dnnl::algorithm::convolution_direct;
   dt compute = dt::f32;
   tag activations = tag::nhwc;
   bool by_matmul = false;
+  bool winograd = false;
 };
 
 // A 64-byte aligned buffer owned by a kernel (reordered weights and the like).
