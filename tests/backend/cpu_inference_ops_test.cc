@@ -307,6 +307,23 @@ TEST(CpuInferenceConv, FusedActivationsMatchReference) {
       }
 }
 
+// Runs `h`, a kernel for `d` (with or without its bias), twice on one forward run and checks
+// both outputs against the reference within `tolerance`. Twice: the harness poisons the
+// workspace after each run, so whatever a kernel copies there must be rebuilt at each forward.
+void expect_runs_match_reference(OpHarness& h, const Conv2dDesc& d, uint32_t seed,
+                                 double tolerance) {
+  OpRun run = forward_run(d, seed);
+  if (!d.has_bias) run.params.pop_back();
+  h.run(run);
+  OpRun again = run;
+  h.run(again);
+  OpRun with_zero_bias = run;
+  if (!d.has_bias) with_zero_bias.params.push_back(Vec(size_t(d.out_channels), 0.0));
+  const Vec want = reference(d, with_zero_bias);
+  expect_near(run.outputs[0], want, tolerance, tolerance, "y");
+  expect_near(again.outputs[0], want, tolerance, tolerance, "y again");
+}
+
 // The convolution as a matrix product over its columns (backend/cpu/im2col_conv.h), one of the
 // plans timing tries: every padding and stride, pointwise ones reading their input as it is,
 // with and without a bias, each post-op, weights constant (converted once) or not, and a batch
@@ -335,18 +352,7 @@ TEST(CpuIm2colConv, MatchesReference) {
         if (c.input == big.input) {
           EXPECT_NE(impl.find("3 products"), std::string::npos) << impl;
         }
-        OpRun run = forward_run(d, seed += 10);
-        if (!d.has_bias) run.params.pop_back();
-        // Twice: the harness poisons the workspace after each run, so the columns must be
-        // rebuilt from the input at each forward.
-        h.run(run);
-        OpRun again = run;
-        h.run(again);
-        OpRun with_zero_bias = run;
-        if (!d.has_bias) with_zero_bias.params.push_back(Vec(size_t(d.out_channels), 0.0));
-        const Vec want = reference(d, with_zero_bias);
-        expect_near(run.outputs[0], want, 1e-4, 1e-4, "im2col y");
-        expect_near(again.outputs[0], want, 1e-4, 1e-4, "im2col y again");
+        expect_runs_match_reference(h, d, seed += 10, 1e-4);
       }
 }
 
@@ -369,17 +375,7 @@ TEST(CpuWinogradConv, MatchesReference) {
       ASSERT_TRUE(cpu::winograd_conv_applies(d));
       OpHarness h(*backend, cpu::make_winograd_conv(d, ctx));
       EXPECT_EQ(h.kernel().implementation().rfind("ic:winograd F(2x2,3x3) ", 0), 0u);
-      OpRun run = forward_run(d, seed += 10);
-      if (!d.has_bias) run.params.pop_back();
-      // Twice: the harness poisons the workspace after each run.
-      h.run(run);
-      OpRun again = run;
-      h.run(again);
-      OpRun with_zero_bias = run;
-      if (!d.has_bias) with_zero_bias.params.push_back(Vec(size_t(d.out_channels), 0.0));
-      const Vec want = reference(d, with_zero_bias);
-      expect_near(run.outputs[0], want, 1e-5, 1e-5, "winograd y");
-      expect_near(again.outputs[0], want, 1e-5, 1e-5, "winograd y again");
+      expect_runs_match_reference(h, d, seed += 10, 1e-5);
     }
   Conv2dDesc strided = inference_conv(cases[0], false, true, false);
   strided.stride_h = strided.stride_w = 2;
