@@ -21,6 +21,13 @@ using dnnl::memory;
 #define IC_CHANNEL_LOOP
 #endif
 
+// Tells the vectorizer that a loop's iterations are independent (GCC's and clang's spelling).
+#if defined(__clang__)
+#define IC_INDEPENDENT_ITERATIONS _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define IC_INDEPENDENT_ITERATIONS _Pragma("GCC ivdep")
+#endif
+
 constexpr size_t kTileBytes = size_t{64} << 20;  // one image's transformed input and products
 
 struct Tiles {
@@ -43,7 +50,7 @@ size_t tile_bytes(const Conv2dDesc& d) {
 IC_CHANNEL_LOOP void input_transform(const float* const x[4][4], int64_t channels,
                                      float* const v[16]) {
   // The planes written never overlap the pixels read: no dependence between channels.
-#pragma GCC ivdep
+  IC_INDEPENDENT_ITERATIONS
   for (int64_t c = 0; c < channels; ++c) {
     float r[4][4];
     for (int b = 0; b < 4; ++b) {
@@ -66,7 +73,7 @@ IC_CHANNEL_LOOP void input_transform(const float* const x[4][4], int64_t channel
 IC_CHANNEL_LOOP void output_transform(const float* const m[16], const float* bias, float floor,
                                       int64_t channels, float* const y[2][2]) {
   // The output pixels written never overlap the products read.
-#pragma GCC ivdep
+  IC_INDEPENDENT_ITERATIONS
   for (int64_t c = 0; c < channels; ++c) {
     float s[2][4];
     for (int b = 0; b < 4; ++b) {
