@@ -2,8 +2,7 @@
 // for odd shapes, asymmetric TF SAME padding, strides and 1x7 / 7x1 kernels, in f32 and bf16.
 #include <gtest/gtest.h>
 
-#include <dnnl.hpp>
-
+#include "backend/cpu/cpu_common.h"
 #include "op_harness.h"
 
 namespace ic {
@@ -65,8 +64,6 @@ TEST(CpuConv, MatchesReferenceForwardAndBackward) {
 // blocked layout where the CPU has no AVX-512, converting x, y and the gradients inside the
 // kernel; channel counts that are not multiples of the block (8) are padded there.
 TEST(CpuConv, BlockedLayoutWithoutAvx512MatchesReference) {
-  const auto avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
-  const bool has_avx512 = (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & avx512) == avx512;
   const ConvCase cases[] = {
       {{2, 9, 7, 12}, 13, 3, 3, 1, Padding::same, true},
       {{2, 10, 9, 12}, 13, 3, 3, 2, Padding::same, false},  // even rows: pad 0 before
@@ -83,7 +80,7 @@ TEST(CpuConv, BlockedLayoutWithoutAvx512MatchesReference) {
     const std::string impl = h.kernel().implementation();
     SCOPED_TRACE(d.input.str() + " k" + std::to_string(c.kh) + "x" + std::to_string(c.kw) + ": " +
                  impl);
-    const bool blocked = !has_avx512 && c.kh * c.kw > 1 && c.input.c() >= 8;
+    const bool blocked = !cpu::onednn_runs_avx512() && c.kh * c.kw > 1 && c.input.c() >= 8;
     EXPECT_EQ(impl.find(" blocked") != std::string::npos, blocked);
     OpRun run = conv_run(d, seed += 10);
     h.run(run);
