@@ -129,9 +129,12 @@ class WinogradConvKernel final : public OpKernel {
     scratch_bytes_ = align64(pd_.scratchpad_desc().get_size());
     v_bytes_ = align64(v.get_size());
     m_bytes_ = align64(m.get_size());
+    discard_bytes_ = align64(static_cast<size_t>(tiles_.rows * co) * sizeof(float));
   }
 
-  size_t workspace_bytes() const override { return scratch_bytes_ + v_bytes_ + m_bytes_; }
+  size_t workspace_bytes() const override {
+    return scratch_bytes_ + v_bytes_ + m_bytes_ + discard_bytes_;
+  }
   BackwardReads backward_reads() const override { return {false, false}; }
   std::string implementation() const override {
     return std::string("ic:winograd F(2x2,3x3) ") + pd_.impl_info_str() + " nhwc";
@@ -148,6 +151,7 @@ class WinogradConvKernel final : public OpKernel {
     auto* ws = static_cast<char*>(b.workspace);
     v_ = reinterpret_cast<float*>(ws + scratch_bytes_);
     m_ = reinterpret_cast<float*>(ws + scratch_bytes_ + v_bytes_);
+    discard_ = reinterpret_cast<float*>(ws + scratch_bytes_ + v_bytes_ + m_bytes_);
     const size_t u_bytes = static_cast<size_t>(16 * d_.input.c() * d_.out_channels) * sizeof(float);
     transformed_ = converted_weights(ctx_, weights_, {}, kTransformed, u_bytes, share_weights_);
     try {
@@ -173,7 +177,6 @@ class WinogradConvKernel final : public OpKernel {
     for (int64_t image = 0; image < d_.input.n(); ++image) {
       transform_input(x_ + image * in_image);
       products_.execute(ctx_.stream, args_);
-      ctx_.stream.wait();
       transform_output(y_ + image * out_image);
     }
   }
@@ -210,8 +213,9 @@ class WinogradConvKernel final : public OpKernel {
     const int64_t plane = tiles_.count() * channels;
     const float floor = d_.fused_relu ? 0.f : -std::numeric_limits<float>::infinity();
     parallel_for(tiles_.rows, 1, [&](int64_t tile_row) {
-      // Where a tile's second row or column falls past the output (odd sizes).
-      std::vector<float> discard(static_cast<size_t>(channels));
+      // Where a tile's second row or column falls past the output (odd sizes): the row's own
+      // slice of the workspace, so that threads never share it.
+      float* discard = discard_ + tile_row * channels;
       for (int64_t tile_col = 0; tile_col < tiles_.cols; ++tile_col) {
         const float* m[16];
         const int64_t tile = tile_row * tiles_.cols + tile_col;
@@ -220,8 +224,8 @@ class WinogradConvKernel final : public OpKernel {
         for (int i = 0; i < 2; ++i)
           for (int j = 0; j < 2; ++j) {
             const int64_t oh = 2 * tile_row + i, ow = 2 * tile_col + j;
-            out[i][j] = oh < out_.h() && ow < out_.w() ? y + (oh * out_.w() + ow) * channels
-                                                       : discard.data();
+            out[i][j] =
+                oh < out_.h() && ow < out_.w() ? y + (oh * out_.w() + ow) * channels : discard;
           }
         output_transform(m, bias_, floor, channels, out);
       }
@@ -237,13 +241,14 @@ class WinogradConvKernel final : public OpKernel {
   std::vector<float> zeros_;  // the padding's input pixels, and the bias where there is none
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul products_;
-  size_t scratch_bytes_ = 0, v_bytes_ = 0, m_bytes_ = 0;
+  size_t scratch_bytes_ = 0, v_bytes_ = 0, m_bytes_ = 0, discard_bytes_ = 0;
   const float* x_ = nullptr;
   float* y_ = nullptr;
   const float* weights_ = nullptr;
   const float* bias_ = nullptr;
-  float* v_ = nullptr;  // [16][tiles][Ci]
-  float* m_ = nullptr;  // [16][tiles][Co]
+  float* v_ = nullptr;        // [16][tiles][Ci]
+  float* m_ = nullptr;        // [16][tiles][Co]
+  float* discard_ = nullptr;  // [tile rows][Co]: outputs past the edge
   std::shared_ptr<ConvertedWeights> transformed_;
   std::unordered_map<int, memory> args_;
 };
