@@ -125,13 +125,7 @@ double time_cast(const Shape& shape, DType from, DType to, DnnlContext& ctx) {
   return fastest_forward_seconds(**cast, ctx);
 }
 
-// Which kind of kernel a plan runs: oneDNN's convolutions, or one of our matrix products.
-enum class Kernel { onednn, im2col, winograd };
-
-Kernel kernel_of(const ConvPlan& plan) {
-  if (!plan.by_matmul) return Kernel::onednn;
-  return plan.winograd ? Kernel::winograd : Kernel::im2col;
-}
+using Kernel = ConvKernelKind;
 
 // Every plan worth trying for `d` in the compute types `types`; oneDNN refuses those it has no
 // implementation of. settled set: only plans of that kind.
@@ -141,10 +135,9 @@ std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const std::vector<dt>
   std::vector<ConvPlan> plans;
   for (const dt ct : types) {
     if (ct == dt::f32 && im2col_conv_applies(d) && allowed(Kernel::im2col))
-      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, /*by_matmul=*/true});
+      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, Kernel::im2col});
     if (ct == dt::f32 && winograd_conv_applies(d) && allowed(Kernel::winograd))
-      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, /*by_matmul=*/true,
-                       /*winograd=*/true});
+      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, Kernel::winograd});
     if (!allowed(Kernel::onednn)) continue;
     plans.push_back({algorithm::convolution_direct, ct, tag::nhwc});
     plans.push_back({algorithm::convolution_direct, ct, tag::any});
@@ -154,7 +147,7 @@ std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const std::vector<dt>
       plans.push_back({algorithm::convolution_winograd, ct, tag::any});
   }
   // The products last: they must beat the best convolution by kProductMargin.
-  std::stable_partition(plans.begin(), plans.end(), [](const ConvPlan& p) { return !p.by_matmul; });
+  std::stable_partition(plans.begin(), plans.end(), [](const ConvPlan& p) { return !p.ours(); });
   return plans;
 }
 
@@ -223,7 +216,7 @@ Result<TimedPlan> fastest_plan(const Conv2dDesc& d, DnnlContext& ctx, const std:
     // The product must win clearly: timed alone it looks better than it runs among the other
     // ops (Inception v3 at batch 1, 2-core AMD EPYC Zen 2: 1x1 and 1x7 convolutions it won by a
     // few percent here ran 1-20% slower than oneDNN's convolution in the network).
-    const double charged = plan.by_matmul ? seconds * kProductMargin : seconds;
+    const double charged = plan.ours() ? seconds * kProductMargin : seconds;
     if (charged < best.seconds) best = {plan, charged};
     timed.push_back(std::move(kernel));
   }
@@ -253,7 +246,7 @@ Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
       fastest_plan(d, ctx, compute_types(d, ctx, cache, layer), settled_kernel(cache, layer)));
   cache.plans.emplace(key, best.plan);
   cache.compute.emplace(layer, best.plan.compute);
-  cache.kernel.emplace(layer, kernel_of(best.plan));
+  cache.kernel.emplace(layer, best.plan.kernel);
   return best.plan;
 }
 
@@ -281,7 +274,7 @@ Result<DType> timed_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {
                       fastest_plan(wide, ctx, {dt::f32}, settled_kernel(cache, wide_layer)));
   cache.plans.emplace(plan_key(wide), in_f32.plan);
   cache.compute.emplace(wide_layer, dt::f32);
-  cache.kernel.emplace(wide_layer, kernel_of(in_f32.plan));
+  cache.kernel.emplace(wide_layer, in_f32.plan.kernel);
   // Where bf16 multiply-adds outpace float32's (AMX), most layers stay bf16, so a layer kept
   // in float32 is most likely an island: the Casts of its input and its output are part of its
   // cost. They are timed, not assumed: on a 2-core AMX Xeon MobileNet v2's depthwise layers

@@ -440,9 +440,8 @@ class ConvKernel final : public OpKernel {
 
 std::unique_ptr<OpKernel> plan_kernel(const Conv2dDesc& d, DnnlContext& ctx, const ConvPlan& plan,
                                       bool share_weights) {
-  if (plan.by_matmul)
-    return plan.winograd ? make_winograd_conv(d, ctx, share_weights)
-                         : make_im2col_conv(d, ctx, share_weights);
+  if (plan.kernel == ConvKernelKind::im2col) return make_im2col_conv(d, ctx, share_weights);
+  if (plan.kernel == ConvKernelKind::winograd) return make_winograd_conv(d, ctx, share_weights);
   auto kernel = std::make_unique<ConvKernel>(d, ctx, plan);
   if (!share_weights) kernel->keep_weights_private();
   return kernel;

@@ -34,14 +34,18 @@ using dt = dnnl::memory::data_type;
 
 // How one convolution runs: oneDNN's algorithm, the activation layout asked for (nhwc, or
 // any: oneDNN's choice, converted inside the kernel) and the type x and w are computed in; or,
-// by_matmul, as our own matrix products on NHWC in float32 (alg and activations unused):
-// im2col_conv.h's, or with winograd, winograd_conv.h's.
+// one of our own matrix-product kernels on NHWC in float32 (alg and activations unused).
+enum class ConvKernelKind {
+  onednn,    // oneDNN's convolution primitives
+  im2col,    // im2col_conv.h's product
+  winograd,  // winograd_conv.h's F(2x2,3x3)
+};
 struct ConvPlan {
   dnnl::algorithm alg = dnnl::algorithm::convolution_direct;
   dt compute = dt::f32;
   tag activations = tag::nhwc;
-  bool by_matmul = false;
-  bool winograd = false;
+  ConvKernelKind kernel = ConvKernelKind::onednn;
+  bool ours() const { return kernel != ConvKernelKind::onednn; }
 };
 
 // A 64-byte aligned buffer owned by a kernel (reordered weights and the like).
