@@ -175,7 +175,9 @@ InferenceGraph fuse_depthwise_into_pointwise(
     InferenceGraph in, const std::function<bool(const Conv2dDesc&)>& accepts) {
   if (in.graph.training || !accepts) return in;
   const auto consumers = value_consumers(in.graph);
-  const auto visible = externally_visible(in.graph);
+  // Not externally_visible: an inference graph keeps endpoints only as names, and a fused
+  // pointwise output (each of MobileNet v1's is one) is no longer written, so its name goes.
+  const auto visible = read_after_forward(in.graph);
   std::vector<bool> removed(in.graph.nodes.size(), false);
   int fused = 0;
   for (size_t i = 0; i < in.graph.nodes.size(); ++i) {
@@ -200,6 +202,7 @@ InferenceGraph fuse_depthwise_into_pointwise(
   if (fused == 0) return in;
   in.stats.fused_depthwise += fused;
   in.graph = without_nodes(std::move(in.graph), removed);
+  drop_unproduced_endpoints(in.graph);
   return in;
 }
 
@@ -308,10 +311,7 @@ InferenceGraph remove_dead_nodes(InferenceGraph in) {
   for (bool r : removed) count += r ? 1 : 0;
   if (count == 0) return in;
   graph = without_nodes(std::move(graph), removed);
-  std::erase_if(graph.endpoints, [&](const auto& endpoint) {
-    const ValueId v = endpoint.second;
-    return v != graph.images && graph.values[static_cast<size_t>(v)].producer == kNone;
-  });
+  drop_unproduced_endpoints(graph);
   in.stats.removed_dead_nodes += count;
   return in;
 }

@@ -75,7 +75,7 @@ InferenceGraph pool_after_pointwise_conv(InferenceGraph in);
 // `accepts` says the backend takes the fused desc: the pointwise convolution then also reads
 // the depthwise one's weights and bias (params 2 and 3) and writes its output, and the depthwise
 // node goes. The pointwise output, often the largest value of a MobileNet block, is then never
-// written whole. Inference graphs only.
+// written whole; an endpoint naming it is dropped. Inference graphs only.
 InferenceGraph fuse_depthwise_into_pointwise(InferenceGraph in,
                                              const std::function<bool(const Conv2dDesc&)>& accepts);
 

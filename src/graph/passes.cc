@@ -35,6 +35,13 @@ Graph without_nodes(Graph graph, const std::vector<bool>& removed) {
   return graph;
 }
 
+void drop_unproduced_endpoints(Graph& graph) {
+  std::erase_if(graph.endpoints, [&](const auto& endpoint) {
+    const ValueId v = endpoint.second;
+    return v != graph.images && graph.values[static_cast<size_t>(v)].producer == kNone;
+  });
+}
+
 std::vector<std::vector<NodeId>> value_consumers(const Graph& graph) {
   std::vector<std::vector<NodeId>> consumers(graph.values.size());
   for (size_t i = 0; i < graph.nodes.size(); ++i)

@@ -37,5 +37,8 @@ std::vector<bool> externally_visible(const Graph& graph);
 std::vector<bool> read_after_forward(const Graph& graph);
 // The graph without the nodes marked in `removed`, every value's producer recomputed.
 Graph without_nodes(Graph graph, const std::vector<bool>& removed);
+// Drops the endpoints whose values no node produces any more (the images excepted): an
+// inference pass that removes a value nobody reads after forward() takes its name with it.
+void drop_unproduced_endpoints(Graph& graph);
 
 }  // namespace ic

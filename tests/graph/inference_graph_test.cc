@@ -225,8 +225,8 @@ INSTANTIATE_TEST_SUITE_P(Models, ZooActivations,
                          [](const auto& info) { return std::string(info.param.name); });
 
 // A depthwise 3x3 convolution after a pointwise one runs inside it where the backend fuses it
-// (fuse_depthwise_into_pointwise): MobileNet v2's expansions and EfficientNet-B0's 3x3 blocks
-// (MobileNet v1's pointwise outputs are named end points, which passes keep); strides 1 and 2, at a
+// (fuse_depthwise_into_pointwise): MobileNet v2's expansions, EfficientNet-B0's 3x3 blocks and
+// MobileNet v1's pointwise layers (named end points, whose names go); strides 1 and 2, at a
 // size whose maps turn odd (72: 36, 18, 9, 5 ...: TF's SAME then pads a stride-2 layer on
 // both sides) and one whose maps stay even (64: the top and left get no padding). The logits
 // are the evaluation graph's within 1e-5.
@@ -261,6 +261,10 @@ TEST_P(ZooDepthwise, FusesIntoThePointwiseBefore) {
   for (const Node& node : f.nodes)
     if (const auto* c = std::get_if<Conv2dDesc>(&node.desc)) depthwise_after += c->depthwise();
   EXPECT_EQ(depthwise_after, depthwise_before - fused);
+  // Every endpoint left names a value still produced (or the images).
+  for (const auto& [name, value] : f.endpoints)
+    EXPECT_TRUE(value == f.images || f.values[static_cast<size_t>(value)].producer != kNone)
+        << name;
   const double worst = expect_logits_of_the_unfused_graph(*backend, graph, values, *inference, 7);
   std::printf(
       "%s at %lld: %d of %d depthwise convolutions fused, worst |fused - unfused| / "
@@ -269,7 +273,9 @@ TEST_P(ZooDepthwise, FusesIntoThePointwiseBefore) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ZooDepthwise,
-                         ::testing::Values(ZooDepthwiseCase{"mobilenet_v2", 64},
+                         ::testing::Values(ZooDepthwiseCase{"mobilenet_v1", 64},
+                                           ZooDepthwiseCase{"mobilenet_v1", 72},
+                                           ZooDepthwiseCase{"mobilenet_v2", 64},
                                            ZooDepthwiseCase{"mobilenet_v2", 72},
                                            ZooDepthwiseCase{"efficientnet_b0", 72}),
                          [](const auto& info) {
