@@ -2,7 +2,6 @@
 #include "graph/compiled_graph.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -28,6 +27,7 @@ struct BackwardStep {
   OpKernel* kernel = nullptr;
   const char* op = nullptr;
   size_t adds_begin = 0, adds_end = 0;  // range in Executor::adds_
+  std::string node;                     // for the profile
 };
 
 struct ForwardStep {
@@ -59,7 +59,7 @@ class Executor final : public CompiledGraph {
   void forward(const StepContext& ctx) override {
     for (const ForwardStep& step : forward_) {
       if (profile_) {
-        profile_->run(step.op, false, [&] { step.kernel->forward(ctx); });
+        profile_->run(step.op, step.node, *step.kernel, false, [&] { step.kernel->forward(ctx); });
       } else {
         step.kernel->forward(ctx);
       }
@@ -78,7 +78,7 @@ class Executor final : public CompiledGraph {
       backend_.fill(grads_ + range.offset, 0.f, range.count);
     for (const BackwardStep& step : backward_) {
       if (profile_) {
-        profile_->run(step.op, true, [&] { step.kernel->backward(ctx); });
+        profile_->run(step.op, step.node, *step.kernel, true, [&] { step.kernel->backward(ctx); });
       } else {
         step.kernel->backward(ctx);
       }
@@ -261,7 +261,7 @@ Status Executor::build(const Graph& original, const ParamLayout& layout,
     forward_.push_back(ForwardStep{kernels_[i].get(), op_name(node.desc), node.name, b.inputs});
     if (backward)
       backward_.push_back(
-          BackwardStep{kernels_[i].get(), op_name(node.desc), adds_begin, adds_.size()});
+          BackwardStep{kernels_[i].get(), op_name(node.desc), adds_begin, adds_.size(), node.name});
   }
   std::reverse(backward_.begin(), backward_.end());
 
@@ -287,8 +287,8 @@ Status Executor::build(const Graph& original, const ParamLayout& layout,
              std::to_string(backward_.size()) + " backward, " + std::to_string(requests_.size()) +
              " buffers in a " + mib(plan_.arena_bytes) + " arena (" + mib(plan_.naive_bytes) +
              " without reuse, " + mib(plan_.peak_live_bytes) + " live at the peak step)";
-  if (const char* env = std::getenv("IC_PROFILE"); env != nullptr && env[0] == '1')
-    profile_ = std::make_unique<OpProfile>(backend_);
+  if (OpProfile::Grouping grouping; OpProfile::requested(&grouping))
+    profile_ = std::make_unique<OpProfile>(backend_, grouping);
   return Status();
 }
 

@@ -2,43 +2,68 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace ic {
 
-void OpProfile::record(const char* op, bool backward, double seconds) {
-  // A handful of op kinds: a linear search is cheaper than hashing the name.
-  auto it =
-      std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.op == op; });
-  if (it == entries_.end()) {
-    entries_.push_back(Entry{op});
-    it = entries_.end() - 1;
+bool OpProfile::requested(Grouping* grouping) {
+  const char* env = std::getenv("IC_PROFILE");
+  if (env == nullptr) return false;
+  if (std::strcmp(env, "layers") == 0) {
+    *grouping = Grouping::layer;
+    return true;
+  }
+  if (env[0] != '1') return false;
+  *grouping = Grouping::op_kind;
+  return true;
+}
+
+void OpProfile::record(const char* op, const std::string& node, const OpKernel& kernel,
+                       bool backward, double seconds) {
+  const bool by_layer = grouping_ == Grouping::layer;
+  const std::string& name = by_layer ? node : std::string(op);
+  auto [it, added] = index_.try_emplace(name, entries_.size());
+  if (added) entries_.push_back(Entry{name, {}});
+  Entry& e = entries_[it->second];
+  // Read after the call: a kernel that chooses its implementation by timing has chosen by then.
+  if (by_layer && e.implementation.empty()) {
+    const std::string chosen = kernel.implementation();
+    e.implementation = chosen.empty() ? std::string(op) : std::string(op) + ": " + chosen;
   }
   if (backward) {
-    it->backward_seconds += seconds;
-    ++it->backward_calls;
+    e.backward_seconds += seconds;
+    ++e.backward_calls;
   } else {
-    it->forward_seconds += seconds;
-    ++it->forward_calls;
+    e.forward_seconds += seconds;
+    ++e.forward_calls;
   }
 }
 
 std::string OpProfile::table() const {
   std::vector<Entry> sorted = entries_;
-  std::sort(sorted.begin(), sorted.end(), [](const Entry& a, const Entry& b) {
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Entry& a, const Entry& b) {
     return a.forward_seconds + a.backward_seconds > b.forward_seconds + b.backward_seconds;
   });
   double total = 0;
   for (const Entry& e : sorted) total += e.forward_seconds + e.backward_seconds;
-  std::string out = "op                       forward s  calls   backward s  calls   share\n";
-  char line[160];
+  const bool by_layer = grouping_ == Grouping::layer;
+  std::string out = by_layer ? "node" : "op";
+  out.resize(std::max<size_t>(out.size(), by_layer ? 48 : 22), ' ');
+  out += "  forward s  calls   backward s  calls   share\n";
+  char numbers[96];
   for (const Entry& e : sorted) {
     const double share = total > 0 ? 100.0 * (e.forward_seconds + e.backward_seconds) / total : 0;
-    std::snprintf(line, sizeof line, "%-22s %11.3f %6ld %12.3f %6ld %6.1f%%\n", e.op.c_str(),
-                  e.forward_seconds, e.forward_calls, e.backward_seconds, e.backward_calls, share);
-    out += line;
+    std::snprintf(numbers, sizeof numbers, " %10.4f %6ld %12.4f %6ld %6.1f%%", e.forward_seconds,
+                  e.forward_calls, e.backward_seconds, e.backward_calls, share);
+    std::string line = e.name;
+    line.resize(std::max<size_t>(line.size(), by_layer ? 48 : 22), ' ');
+    line += numbers;
+    if (by_layer) line += "  " + e.implementation;
+    out += line + "\n";
   }
-  std::snprintf(line, sizeof line, "total %.3f s\n", total);
-  return out + line;
+  std::snprintf(numbers, sizeof numbers, "total %.3f s\n", total);
+  return out + numbers;
 }
 
 void OpProfile::print() const { std::fputs(table().c_str(), stderr); }

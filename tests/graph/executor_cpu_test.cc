@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <sstream>
+#include <string>
 
 #include "graph/compiled_graph.h"
 #include "test_graphs.h"
@@ -175,6 +178,50 @@ TEST(ExecutorCpu, InferenceMatchesTrainingWhenMovingStatisticsEqualBatchStatisti
   ASSERT_EQ(train_losses.size(), eval_losses.size());
   for (size_t k = 0; k < train_losses.size(); ++k)
     EXPECT_NEAR(*eval_losses[k], *train_losses[k], 2e-4);
+}
+
+// IC_PROFILE=layers: the table printed when the graph goes has one line per node, forward and
+// backward calls counted, with the op kind and the implementation the backend chose; =1 one
+// line per op kind.
+std::string profile_table(const char* setting) {
+  ::setenv("IC_PROFILE", setting, 1);
+  const Graph graph = testing::small_graph({.batch = 2, .size = 5, .classes = 3});
+  ::testing::internal::CaptureStderr();
+  {
+    CpuGraph s = compile(graph, true);
+    ::unsetenv("IC_PROFILE");
+    if (s.compiled == nullptr) return ::testing::internal::GetCapturedStderr();
+    fill_inputs(s, graph, *s.compiled, 3, false);
+    for (int step = 0; step < 2; ++step) {
+      s.compiled->forward({1, 0});
+      s.compiled->backward({1, 0});
+    }
+  }
+  return ::testing::internal::GetCapturedStderr();
+}
+
+TEST(ExecutorCpu, ProfilesByLayerOrByOpKind) {
+  const std::string layers = profile_table("layers");
+  ASSERT_NE(layers.find("node "), std::string::npos) << layers;
+  // The first convolution: two forward and two backward calls, and oneDNN's implementation.
+  const size_t conv = layers.find("\nNet/Conv2d_1a_3x3 ");
+  ASSERT_NE(conv, std::string::npos) << layers;
+  const std::string line = layers.substr(conv + 1, layers.find('\n', conv + 1) - conv - 1);
+  std::istringstream fields(line.substr(line.find(' ')));
+  double forward_s = -1, backward_s = -1;
+  long forward_calls = 0, backward_calls = 0;
+  fields >> forward_s >> forward_calls >> backward_s >> backward_calls;
+  EXPECT_GE(forward_s, 0);
+  EXPECT_EQ(forward_calls, 2) << line;
+  EXPECT_EQ(backward_calls, 2) << line;
+  EXPECT_NE(line.find("conv2d: "), std::string::npos) << line;
+  EXPECT_NE(layers.find("\nNet/Mixed "), std::string::npos) << layers;
+  EXPECT_NE(layers.find("total "), std::string::npos) << layers;
+
+  const std::string kinds = profile_table("1");
+  EXPECT_NE(kinds.find("\nconv2d "), std::string::npos) << kinds;
+  EXPECT_EQ(kinds.find("Net/Conv2d_1a_3x3"), std::string::npos) << kinds;
+  EXPECT_EQ(profile_table("0").find("total "), std::string::npos);
 }
 
 }  // namespace
