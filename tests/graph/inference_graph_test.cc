@@ -272,16 +272,14 @@ TEST_P(ZooDepthwise, FusesIntoThePointwiseBefore) {
       net.name, static_cast<long long>(net.size), fused, depthwise_before, worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ZooDepthwise,
-                         ::testing::Values(ZooDepthwiseCase{"mobilenet_v1", 64},
-                                           ZooDepthwiseCase{"mobilenet_v1", 72},
-                                           ZooDepthwiseCase{"mobilenet_v2", 64},
-                                           ZooDepthwiseCase{"mobilenet_v2", 72},
-                                           ZooDepthwiseCase{"efficientnet_b0", 72}),
-                         [](const auto& info) {
-                           return std::string(info.param.name) + "_" +
-                                  std::to_string(info.param.size);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Models, ZooDepthwise,
+    ::testing::Values(ZooDepthwiseCase{"mobilenet_v1", 64}, ZooDepthwiseCase{"mobilenet_v1", 72},
+                      ZooDepthwiseCase{"mobilenet_v2", 64}, ZooDepthwiseCase{"mobilenet_v2", 72},
+                      ZooDepthwiseCase{"efficientnet_b0", 72}),
+    [](const auto& info) {
+      return std::string(info.param.name) + "_" + std::to_string(info.param.size);
+    });
 
 // Without the backend's word, or in a graph without folding, nothing is fused.
 TEST(ZooDepthwiseOff, NothingFusesUnlessTheBackendAccepts) {
