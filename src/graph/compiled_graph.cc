@@ -287,8 +287,8 @@ Status Executor::build(const Graph& original, const ParamLayout& layout,
              std::to_string(backward_.size()) + " backward, " + std::to_string(requests_.size()) +
              " buffers in a " + mib(plan_.arena_bytes) + " arena (" + mib(plan_.naive_bytes) +
              " without reuse, " + mib(plan_.peak_live_bytes) + " live at the peak step)";
-  if (OpProfile::Grouping grouping; OpProfile::requested(&grouping))
-    profile_ = std::make_unique<OpProfile>(backend_, grouping);
+  if (const auto grouping = OpProfile::requested())
+    profile_ = std::make_unique<OpProfile>(backend_, *grouping);
   return Status();
 }
 

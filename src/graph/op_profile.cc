@@ -7,16 +7,12 @@
 
 namespace ic {
 
-bool OpProfile::requested(Grouping* grouping) {
+std::optional<OpProfile::Grouping> OpProfile::requested() {
   const char* env = std::getenv("IC_PROFILE");
-  if (env == nullptr) return false;
-  if (std::strcmp(env, "layers") == 0) {
-    *grouping = Grouping::layer;
-    return true;
-  }
-  if (env[0] != '1') return false;
-  *grouping = Grouping::op_kind;
-  return true;
+  if (env == nullptr) return std::nullopt;
+  if (std::strcmp(env, "layers") == 0) return Grouping::layer;
+  if (env[0] == '1') return Grouping::op_kind;
+  return std::nullopt;
 }
 
 void OpProfile::record(const char* op, const std::string& node, const OpKernel& kernel,

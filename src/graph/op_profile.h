@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -19,8 +20,8 @@ class OpProfile {
   enum class Grouping { op_kind, layer };
   OpProfile(Backend& backend, Grouping grouping) : backend_(backend), grouping_(grouping) {}
 
-  // The grouping IC_PROFILE asks for; false where it is unset or names none.
-  static bool requested(Grouping* grouping);
+  // The grouping IC_PROFILE asks for; none where it is unset or names none.
+  static std::optional<Grouping> requested();
 
   // Times `kernel` (a forward or backward call of node `node`'s kernel, `op` its kind).
   template <typename Run>
