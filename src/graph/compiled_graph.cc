@@ -25,15 +25,14 @@ struct GradientAdd {
 
 struct BackwardStep {
   OpKernel* kernel = nullptr;
-  const char* op = nullptr;
+  size_t profile_entry = 0;             // OpProfile::entry, where profiling
   size_t adds_begin = 0, adds_end = 0;  // range in Executor::adds_
-  std::string node;                     // for the profile
 };
 
 struct ForwardStep {
   OpKernel* kernel = nullptr;
-  const char* op = nullptr;
-  std::string node;  // for forward_observing
+  size_t profile_entry = 0;  // OpProfile::entry, where profiling
+  std::string node;          // for forward_observing
   std::vector<const void*> inputs;
 };
 
@@ -59,7 +58,7 @@ class Executor final : public CompiledGraph {
   void forward(const StepContext& ctx) override {
     for (const ForwardStep& step : forward_) {
       if (profile_) {
-        profile_->run(step.op, step.node, *step.kernel, false, [&] { step.kernel->forward(ctx); });
+        profile_->run(step.profile_entry, false, [&] { step.kernel->forward(ctx); });
       } else {
         step.kernel->forward(ctx);
       }
@@ -78,7 +77,7 @@ class Executor final : public CompiledGraph {
       backend_.fill(grads_ + range.offset, 0.f, range.count);
     for (const BackwardStep& step : backward_) {
       if (profile_) {
-        profile_->run(step.op, step.node, *step.kernel, true, [&] { step.kernel->backward(ctx); });
+        profile_->run(step.profile_entry, true, [&] { step.kernel->backward(ctx); });
       } else {
         step.kernel->backward(ctx);
       }
@@ -215,6 +214,8 @@ Status Executor::build(const Graph& original, const ParamLayout& layout,
     return binding.grads + layout.offset[static_cast<size_t>(p)];
   };
 
+  if (const auto grouping = OpProfile::requested())
+    profile_ = std::make_unique<OpProfile>(backend_, *grouping);
   forward_.reserve(n);
   backward_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
@@ -258,10 +259,11 @@ Status Executor::build(const Graph& original, const ParamLayout& layout,
     }
     IC_RETURN_IF_ERROR(kernels_[i]->bind(b).with_context(std::string("binding ") +
                                                          op_name(node.desc) + " " + node.name));
-    forward_.push_back(ForwardStep{kernels_[i].get(), op_name(node.desc), node.name, b.inputs});
+    const size_t entry =
+        profile_ ? profile_->entry(op_name(node.desc), node.name, *kernels_[i]) : 0;
+    forward_.push_back(ForwardStep{kernels_[i].get(), entry, node.name, b.inputs});
     if (backward)
-      backward_.push_back(
-          BackwardStep{kernels_[i].get(), op_name(node.desc), adds_begin, adds_.size(), node.name});
+      backward_.push_back(BackwardStep{kernels_[i].get(), entry, adds_begin, adds_.size()});
   }
   std::reverse(backward_.begin(), backward_.end());
 
@@ -287,8 +289,6 @@ Status Executor::build(const Graph& original, const ParamLayout& layout,
              std::to_string(backward_.size()) + " backward, " + std::to_string(requests_.size()) +
              " buffers in a " + mib(plan_.arena_bytes) + " arena (" + mib(plan_.naive_bytes) +
              " without reuse, " + mib(plan_.peak_live_bytes) + " live at the peak step)";
-  if (const auto grouping = OpProfile::requested())
-    profile_ = std::make_unique<OpProfile>(backend_, *grouping);
   return Status();
 }
 

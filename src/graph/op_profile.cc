@@ -15,25 +15,17 @@ std::optional<OpProfile::Grouping> OpProfile::requested() {
   return std::nullopt;
 }
 
-void OpProfile::record(const char* op, const std::string& node, const OpKernel& kernel,
-                       bool backward, double seconds) {
-  const bool by_layer = grouping_ == Grouping::layer;
-  const std::string& name = by_layer ? node : std::string(op);
-  auto [it, added] = index_.try_emplace(name, entries_.size());
-  if (added) entries_.push_back(Entry{name, {}});
-  Entry& e = entries_[it->second];
-  // Read after the call: a kernel that chooses its implementation by timing has chosen by then.
-  if (by_layer && e.implementation.empty()) {
-    const std::string chosen = kernel.implementation();
-    e.implementation = chosen.empty() ? std::string(op) : std::string(op) + ": " + chosen;
+size_t OpProfile::entry(const char* op, const std::string& node, const OpKernel& kernel) {
+  if (grouping_ == Grouping::layer) {
+    entries_.push_back(Entry{node, op, &kernel});
+    return entries_.size() - 1;
   }
-  if (backward) {
-    e.backward_seconds += seconds;
-    ++e.backward_calls;
-  } else {
-    e.forward_seconds += seconds;
-    ++e.forward_calls;
-  }
+  // A handful of op kinds, looked up once per node at compile time.
+  const auto found =
+      std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.name == op; });
+  if (found != entries_.end()) return static_cast<size_t>(found - entries_.begin());
+  entries_.push_back(Entry{op});
+  return entries_.size() - 1;
 }
 
 std::string OpProfile::table() const {
@@ -44,19 +36,25 @@ std::string OpProfile::table() const {
   double total = 0;
   for (const Entry& e : sorted) total += e.forward_seconds + e.backward_seconds;
   const bool by_layer = grouping_ == Grouping::layer;
-  std::string out = by_layer ? "node" : "op";
-  out.resize(std::max<size_t>(out.size(), by_layer ? 48 : 22), ' ');
-  out += "  forward s  calls   backward s  calls   share\n";
+  // The first column padded to this width (longer names push the numbers right).
+  const size_t name_width = by_layer ? 48 : 22;
+  auto padded = [&](std::string name) {
+    name.resize(std::max(name.size(), name_width), ' ');
+    return name;
+  };
+  std::string out =
+      padded(by_layer ? "node" : "op") + "  forward s  calls   backward s  calls   share\n";
   char numbers[96];
   for (const Entry& e : sorted) {
     const double share = total > 0 ? 100.0 * (e.forward_seconds + e.backward_seconds) / total : 0;
     std::snprintf(numbers, sizeof numbers, " %10.4f %6ld %12.4f %6ld %6.1f%%", e.forward_seconds,
                   e.forward_calls, e.backward_seconds, e.backward_calls, share);
-    std::string line = e.name;
-    line.resize(std::max<size_t>(line.size(), by_layer ? 48 : 22), ' ');
-    line += numbers;
-    if (by_layer) line += "  " + e.implementation;
-    out += line + "\n";
+    out += padded(e.name) + numbers;
+    if (by_layer) {
+      const std::string chosen = e.kernel->implementation();
+      out += std::string("  ") + e.op + (chosen.empty() ? "" : ": " + chosen);
+    }
+    out += "\n";
   }
   std::snprintf(numbers, sizeof numbers, "total %.3f s\n", total);
   return out + numbers;

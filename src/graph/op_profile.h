@@ -8,7 +8,6 @@
 #include <chrono>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -23,16 +22,22 @@ class OpProfile {
   // The grouping IC_PROFILE asks for; none where it is unset or names none.
   static std::optional<Grouping> requested();
 
-  // Times `kernel` (a forward or backward call of node `node`'s kernel, `op` its kind).
+  // The line that the kernel of node `node` (of kind `op`) adds its time to: looked up once,
+  // when the graph is compiled, so that a profiled step does no lookup. `kernel` must outlive
+  // the profile's table (its implementation is read then, after any choice it makes by timing).
+  size_t entry(const char* op, const std::string& node, const OpKernel& kernel);
+
+  // Times one forward or backward call of an entry's kernel.
   template <typename Run>
-  void run(const char* op, const std::string& node, const OpKernel& kernel, bool backward,
-           Run&& run_kernel) {
+  void run(size_t entry, bool backward, Run&& run_kernel) {
     const auto start = std::chrono::steady_clock::now();
     run_kernel();
     backend_.synchronize();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    record(op, node, kernel, backward, seconds);
+    Entry& e = entries_[entry];
+    (backward ? e.backward_seconds : e.forward_seconds) += seconds;
+    ++(backward ? e.backward_calls : e.forward_calls);
   }
 
   std::string table() const;  // one line per op kind or node, slowest first
@@ -40,18 +45,16 @@ class OpProfile {
 
  private:
   struct Entry {
-    std::string name;            // the op kind, or the node's name
-    std::string implementation;  // per node: the op kind and the backend's choice
+    std::string name;                  // the op kind, or the node's name
+    const char* op = "";               // per node: its kind
+    const OpKernel* kernel = nullptr;  // per node: for its implementation
     double forward_seconds = 0, backward_seconds = 0;
     long forward_calls = 0, backward_calls = 0;
   };
-  void record(const char* op, const std::string& node, const OpKernel& kernel, bool backward,
-              double seconds);
 
   Backend& backend_;
   Grouping grouping_;
   std::vector<Entry> entries_;
-  std::unordered_map<std::string, size_t> index_;  // entries_ by name
 };
 
 }  // namespace ic
