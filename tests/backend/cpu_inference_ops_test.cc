@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "backend/cpu/im2col_conv.h"
 #include "backend/cpu/winograd_conv.h"
+#include "backend/cpu/winograd_line_conv.h"
 #include "op_harness.h"
 
 namespace ic {
@@ -356,6 +358,20 @@ TEST(CpuIm2colConv, MatchesReference) {
       }
 }
 
+// Every image of a batch is computed as any other: the same image gives the same outputs bit for
+// bit wherever it is in the batch (a server's answer must not depend on its neighbours). `d`
+// has 5 images; each is the first one again.
+void expect_place_in_batch_irrelevant(OpHarness& h, const Conv2dDesc& d, uint32_t seed) {
+  OpRun run = forward_run(d, seed);
+  const size_t image = static_cast<size_t>(d.input.numel() / 5);
+  for (size_t i = image; i < run.inputs[0].size(); ++i) run.inputs[0][i] = run.inputs[0][i % image];
+  h.run(run);
+  const size_t out = static_cast<size_t>(d.output().numel() / 5);
+  for (size_t i = out; i < run.outputs[0].size(); ++i)
+    ASSERT_EQ(run.outputs[0][i], run.outputs[0][i % out])
+        << "image " << i / out << " at " << i % out;
+}
+
 // Winograd F(2x2,3x3): SAME and VALID, odd and even output sizes (a tile's second row or column
 // past the edge), channel counts off any vector width, with and without the bias and the ReLU.
 TEST(CpuWinogradConv, MatchesReference) {
@@ -390,18 +406,87 @@ TEST(CpuWinogradConv, AnImagesOutputDoesNotDependOnItsPlaceInTheBatch) {
   const Conv2dDesc d =
       inference_conv({{5, 9, 8, 12}, 16, 3, 3, 1, Padding::same}, true, true, false);
   OpHarness h(*backend, cpu::make_winograd_conv(d, ctx));
-  OpRun run = forward_run(d, 2300);
-  const size_t image = static_cast<size_t>(d.input.numel() / 5);
-  for (size_t i = image; i < run.inputs[0].size(); ++i) run.inputs[0][i] = run.inputs[0][i % image];
-  h.run(run);
-  const size_t out = static_cast<size_t>(d.output().numel() / 5);
-  for (size_t i = out; i < run.outputs[0].size(); ++i)
-    ASSERT_EQ(run.outputs[0][i], run.outputs[0][i % out])
-        << "image " << i / out << " at " << i % out;
+  expect_place_in_batch_irrelevant(h, d, 2300);
 }
 
-// Every image of a batch is computed as any other: the same image gives the same outputs bit for
-// bit wherever it is in the batch (a server's answer must not depend on its neighbours).
+// The one-dimensional Winograd F(2,7) and F(4,3): 1x7, 7x1, 1x3 and 3x1, SAME and VALID, output
+// lengths that are not a multiple of the tile's (the last outputs past the edge), channel counts
+// off any vector width, with and without the bias and the ReLU.
+TEST(CpuWinogradLineConv, MatchesReference) {
+  auto backend = cpu_backend();
+  cpu::DnnlContext ctx;
+  const InferenceCase cases[] = {
+      {{2, 9, 11, 5}, 7, 1, 7, 1, Padding::same},   {{2, 11, 9, 5}, 7, 7, 1, 1, Padding::same},
+      {{1, 8, 12, 16}, 9, 1, 7, 1, Padding::valid}, {{1, 12, 8, 16}, 9, 7, 1, 1, Padding::valid},
+      {{2, 7, 9, 19}, 33, 1, 3, 1, Padding::same},  {{2, 9, 7, 19}, 33, 3, 1, 1, Padding::same},
+      {{1, 6, 7, 8}, 4, 1, 3, 1, Padding::valid},
+  };
+  uint32_t seed = 2400;
+  for (const InferenceCase& c : cases)
+    for (int post = 0; post < 3; ++post) {
+      Conv2dDesc d = inference_conv(c, post == 1, /*constant=*/true, /*timed=*/false);
+      d.has_bias = post != 2;
+      SCOPED_TRACE(conv_name(d) + (d.has_bias ? " bias" : "") + (d.fused_relu ? " relu" : ""));
+      ASSERT_TRUE(cpu::winograd_line_conv_applies(d));
+      OpHarness h(*backend, cpu::make_winograd_line_conv(d, ctx));
+      const std::string want = std::string("ic:winograd ") +
+                               (std::max(c.kh, c.kw) == 7 ? "F(2,7)" : "F(4,3)") +
+                               (c.kh == 1 ? " along w " : " along h ");
+      EXPECT_EQ(h.kernel().implementation().rfind(want, 0), 0u) << h.kernel().implementation();
+      expect_runs_match_reference(h, d, seed += 10, 1e-5);
+    }
+  Conv2dDesc strided = inference_conv(cases[0], false, true, false);
+  strided.stride_w = 2;
+  EXPECT_FALSE(cpu::winograd_line_conv_applies(strided));
+  Conv2dDesc changing = inference_conv(cases[0], false, /*constant=*/false, false);
+  EXPECT_FALSE(cpu::winograd_line_conv_applies(changing));
+  const Conv2dDesc five =
+      inference_conv({{1, 9, 9, 4}, 4, 1, 5, 1, Padding::same}, false, true, false);
+  EXPECT_FALSE(cpu::winograd_line_conv_applies(five));  // no tiling for 5 taps
+  const Conv2dDesc square =
+      inference_conv({{1, 9, 9, 4}, 4, 3, 3, 1, Padding::same}, false, true, false);
+  EXPECT_FALSE(cpu::winograd_line_conv_applies(square));
+}
+
+// Inception v3's own layers at full width, where the sums are long: the transforms' rounding
+// stays within 5e-6 of the largest output (measured on a Zen 2: 1.5e-6 for 1x7 over 160
+// channels, 2.8e-6 for 7x1 over 192, 2.0e-6 for 1x3 over 384; the direct convolution's is
+// about 4e-7), and the network's logits stay within the inference graph's 1e-5
+// (tests/graph: TimedLayersKeepTheLogits).
+TEST(CpuWinogradLineConv, InceptionLayersWithinFiveMillionthsOfTheLargestOutput) {
+  auto backend = cpu_backend();
+  cpu::DnnlContext ctx;
+  const InferenceCase cases[] = {
+      {{1, 17, 17, 160}, 160, 1, 7, 1, Padding::same},
+      {{1, 17, 17, 192}, 192, 7, 1, 1, Padding::same},
+      {{1, 8, 8, 384}, 384, 1, 3, 1, Padding::same},
+  };
+  uint32_t seed = 2500;
+  for (const InferenceCase& c : cases) {
+    const Conv2dDesc d = inference_conv(c, false, /*constant=*/true, /*timed=*/false);
+    SCOPED_TRACE(conv_name(d));
+    OpHarness h(*backend, cpu::make_winograd_line_conv(d, ctx));
+    OpRun run = forward_run(d, seed += 10);
+    h.run(run);
+    const Vec want = reference(d, run);
+    double largest = 0, worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      largest = std::max(largest, std::abs(want[i]));
+      worst = std::max(worst, std::abs(run.outputs[0][i] - want[i]));
+    }
+    EXPECT_LE(worst, 5e-6 * largest) << "worst " << worst << ", largest " << largest;
+  }
+}
+
+TEST(CpuWinogradLineConv, AnImagesOutputDoesNotDependOnItsPlaceInTheBatch) {
+  auto backend = cpu_backend();
+  cpu::DnnlContext ctx;
+  const Conv2dDesc d =
+      inference_conv({{5, 9, 8, 12}, 16, 7, 1, 1, Padding::same}, true, true, false);
+  OpHarness h(*backend, cpu::make_winograd_line_conv(d, ctx));
+  expect_place_in_batch_irrelevant(h, d, 2600);
+}
+
 TEST(CpuIm2colConv, AnImagesOutputDoesNotDependOnItsPlaceInTheBatch) {
   auto backend = cpu_backend();
   cpu::DnnlContext ctx;
@@ -411,15 +496,7 @@ TEST(CpuIm2colConv, AnImagesOutputDoesNotDependOnItsPlaceInTheBatch) {
     const Conv2dDesc d = inference_conv(c, true, true, false);
     SCOPED_TRACE(conv_name(d));
     OpHarness h(*backend, cpu::make_im2col_conv(d, ctx));
-    OpRun run = forward_run(d, seed += 10);
-    const size_t image = static_cast<size_t>(d.input.numel() / 5);
-    for (size_t i = image; i < run.inputs[0].size(); ++i)
-      run.inputs[0][i] = run.inputs[0][i % image];
-    h.run(run);
-    const size_t out = static_cast<size_t>(d.output().numel() / 5);
-    for (size_t i = out; i < run.outputs[0].size(); ++i)
-      ASSERT_EQ(run.outputs[0][i], run.outputs[0][i % out])
-          << "image " << i / out << " at " << i % out;
+    expect_place_in_batch_irrelevant(h, d, seed += 10);
   }
 }
 

@@ -297,5 +297,35 @@ TEST(ZooDepthwiseOff, NothingFusesUnlessTheBackendAccepts) {
   EXPECT_EQ(unfolded->stats.fused_depthwise, 0);
 }
 
+// Inception v3 at full width and size, batch 1, with the implementations timing picks: on an
+// AVX2 CPU most of its 1x7, 7x1, 1x3 and 3x1 layers then run the one-dimensional Winograd
+// (backend/cpu/winograd_line_conv.h), whose transforms round more than the direct convolution;
+// the logits still match the evaluation graph's within 1e-5 of the largest.
+TEST(FullSizeInception, TimedLayersKeepTheLogits) {
+  auto backend = testing::test_cpu_backend();
+  ASSERT_NE(backend, nullptr);
+  ModelOptions o = default_model_options("inception_v3").value();
+  o.batch_size = 1;
+  o.training = false;
+  o.build_losses = false;
+  const Graph graph = build_model(o).value();
+  const ParamValues values = testing::random_param_values(graph, 11);
+  auto inference = prepare_inference_graph(graph, testing::source_of(graph, values), {});
+  ASSERT_TRUE(inference.ok()) << inference.status().message();
+  auto uploaded = upload_params(*backend, *inference);
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status().message();
+  auto compiled =
+      CompiledGraph::compile(inference->graph, *backend, uploaded->layout, uploaded->binding());
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  const std::vector<float> images = testing::random_images(graph, 21);
+  backend->upload((*compiled)->images(), images.data(), images.size() * sizeof(float));
+  (*compiled)->forward({});
+  std::vector<float> logits(static_cast<size_t>(o.num_classes));
+  backend->download(logits.data(), (*compiled)->logits(), logits.size() * sizeof(float));
+  const std::vector<float> unfolded = testing::run_graph(*backend, graph, values, images);
+  const double worst = testing::expect_relative(logits, unfolded, 1e-5, "logits");
+  std::printf("inception_v3 299x299 timed: worst |folded - unfolded| / max|logit| = %.2e\n", worst);
+}
+
 }  // namespace
 }  // namespace ic

@@ -5,28 +5,13 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
+
+#include "backend/cpu/channel_loops.h"
+#include "backend/cpu/winograd_products.h"
 
 namespace ic::cpu {
 namespace {
-
-using dnnl::memory;
-
-// The transforms are loops over channels that GCC vectorizes; cloned by instruction set as
-// vector_loops.cc's are (the project builds for any x86-64).
-#if defined(__x86_64__)
-#define IC_CHANNEL_LOOP __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define IC_CHANNEL_LOOP
-#endif
-
-// Tells the vectorizer that a loop's iterations are independent (GCC's and clang's spelling).
-#if defined(__clang__)
-#define IC_INDEPENDENT_ITERATIONS _Pragma("clang loop vectorize(assume_safety)")
-#else
-#define IC_INDEPENDENT_ITERATIONS _Pragma("GCC ivdep")
-#endif
 
 constexpr size_t kTileBytes = size_t{64} << 20;  // one image's transformed input and products
 
@@ -113,31 +98,19 @@ class WinogradConvKernel final : public OpKernel {
  public:
   WinogradConvKernel(const Conv2dDesc& d, DnnlContext& ctx, bool share_weights)
       : d_(d),
-        ctx_(ctx),
-        share_weights_(share_weights),
         out_(d.output()),
         pads_(tf_pads(d.input.h(), d.input.w(), 3, 3, 1, 1, d.padding)),
         tiles_(tiles_of(d)),
-        zeros_(static_cast<size_t>(std::max(d.input.c(), d.out_channels)), 0.f) {
-    const memory::dim t = tiles_.count(), ci = d.input.c(), co = d.out_channels;
-    const memory::desc v({16, t, ci}, dt::f32, tag::abc), u({16, ci, co}, dt::f32, tag::abc);
-    const memory::desc m({16, t, co}, dt::f32, tag::abc);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(v, u, m), attr, ctx.engine);
-    products_ = dnnl::matmul(pd_);
-    scratch_bytes_ = align64(pd_.scratchpad_desc().get_size());
-    v_bytes_ = align64(v.get_size());
-    m_bytes_ = align64(m.get_size());
-    discard_bytes_ = align64(static_cast<size_t>(tiles_.rows * co) * sizeof(float));
+        zeros_(static_cast<size_t>(std::max(d.input.c(), d.out_channels)), 0.f),
+        products_(16, tiles_.count(), d.input.c(), d.out_channels, kTransformed, ctx,
+                  share_weights),
+        discard_bytes_(align64(static_cast<size_t>(tiles_.rows * d.out_channels) * sizeof(float))) {
   }
 
-  size_t workspace_bytes() const override {
-    return scratch_bytes_ + v_bytes_ + m_bytes_ + discard_bytes_;
-  }
+  size_t workspace_bytes() const override { return products_.workspace_bytes() + discard_bytes_; }
   BackwardReads backward_reads() const override { return {false, false}; }
   std::string implementation() const override {
-    return std::string("ic:winograd F(2x2,3x3) ") + pd_.impl_info_str() + " nhwc";
+    return std::string("ic:winograd F(2x2,3x3) ") + products_.matmul_name() + " nhwc";
   }
 
   Status bind(const OpBindings& b) override {
@@ -148,35 +121,21 @@ class WinogradConvKernel final : public OpKernel {
     y_ = static_cast<float*>(b.outputs[0]);
     weights_ = static_cast<const float*>(b.params[0]);
     bias_ = d_.has_bias ? static_cast<const float*>(b.params[1]) : zeros_.data();
-    auto* ws = static_cast<char*>(b.workspace);
-    v_ = reinterpret_cast<float*>(ws + scratch_bytes_);
-    m_ = reinterpret_cast<float*>(ws + scratch_bytes_ + v_bytes_);
-    discard_ = reinterpret_cast<float*>(ws + scratch_bytes_ + v_bytes_ + m_bytes_);
-    const size_t u_bytes = static_cast<size_t>(16 * d_.input.c() * d_.out_channels) * sizeof(float);
-    transformed_ = converted_weights(ctx_, weights_, {}, kTransformed, u_bytes, share_weights_);
-    try {
-      const dnnl::engine& eng = ctx_.engine;
-      args_ = {{DNNL_ARG_SRC, memory(pd_.src_desc(), eng, v_)},
-               {DNNL_ARG_WEIGHTS, memory(pd_.weights_desc(), eng, transformed_->data.get())},
-               {DNNL_ARG_DST, memory(pd_.dst_desc(), eng, m_)},
-               {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), eng, ws)}};
-    } catch (const dnnl::error& e) {
-      return error("conv2d: binding oneDNN memory: ", e.what());
-    }
-    return Status();
+    discard_ =
+        reinterpret_cast<float*>(static_cast<char*>(b.workspace) + products_.workspace_bytes());
+    return products_.bind(b.workspace, weights_);
   }
 
   void forward(const StepContext&) override {
-    if (!transformed_->ready) {
-      weight_transform(weights_, d_.input.c(), d_.out_channels,
-                       static_cast<float*>(transformed_->data.get()));
-      transformed_->ready = true;
+    if (float* u = products_.weights_to_fill()) {
+      weight_transform(weights_, d_.input.c(), d_.out_channels, u);
+      products_.weights_filled();
     }
     const int64_t in_image = d_.input.h() * d_.input.w() * d_.input.c();
     const int64_t out_image = out_.h() * out_.w() * out_.c();
     for (int64_t image = 0; image < d_.input.n(); ++image) {
       transform_input(x_ + image * in_image);
-      products_.execute(ctx_.stream, args_);
+      products_.run();
       transform_output(y_ + image * out_image);
     }
   }
@@ -202,7 +161,7 @@ class WinogradConvKernel final : public OpKernel {
         }
         float* v[16];
         const int64_t tile = tile_row * tiles_.cols + tile_col;
-        for (int k = 0; k < 16; ++k) v[k] = v_ + k * plane + tile * channels;
+        for (int k = 0; k < 16; ++k) v[k] = products_.v() + k * plane + tile * channels;
         input_transform(rows, channels, v);
       }
     });
@@ -219,7 +178,7 @@ class WinogradConvKernel final : public OpKernel {
       for (int64_t tile_col = 0; tile_col < tiles_.cols; ++tile_col) {
         const float* m[16];
         const int64_t tile = tile_row * tiles_.cols + tile_col;
-        for (int k = 0; k < 16; ++k) m[k] = m_ + k * plane + tile * channels;
+        for (int k = 0; k < 16; ++k) m[k] = products_.m() + k * plane + tile * channels;
         float* out[2][2];
         for (int i = 0; i < 2; ++i)
           for (int j = 0; j < 2; ++j) {
@@ -233,24 +192,17 @@ class WinogradConvKernel final : public OpKernel {
   }
 
   Conv2dDesc d_;
-  DnnlContext& ctx_;
-  bool share_weights_;
   Shape out_;
   Pads pads_;
   Tiles tiles_;
   std::vector<float> zeros_;  // the padding's input pixels, and the bias where there is none
-  dnnl::matmul::primitive_desc pd_;
-  dnnl::matmul products_;
-  size_t scratch_bytes_ = 0, v_bytes_ = 0, m_bytes_ = 0, discard_bytes_ = 0;
+  WinogradProducts products_;
+  size_t discard_bytes_;
   const float* x_ = nullptr;
   float* y_ = nullptr;
   const float* weights_ = nullptr;
   const float* bias_ = nullptr;
-  float* v_ = nullptr;        // [16][tiles][Ci]
-  float* m_ = nullptr;        // [16][tiles][Co]
   float* discard_ = nullptr;  // [tile rows][Co]: outputs past the edge
-  std::shared_ptr<ConvertedWeights> transformed_;
-  std::unordered_map<int, memory> args_;
 };
 
 }  // namespace
