@@ -297,14 +297,17 @@ TEST(ZooDepthwiseOff, NothingFusesUnlessTheBackendAccepts) {
   EXPECT_EQ(unfolded->stats.fused_depthwise, 0);
 }
 
-// Inception v3 at full width and size, batch 1, with the implementations timing picks: on an
-// AVX2 CPU most of its 1x7, 7x1, 1x3 and 3x1 layers then run the one-dimensional Winograd
-// (backend/cpu/winograd_line_conv.h), whose transforms round more than the direct convolution;
-// the logits still match the evaluation graph's within 1e-5 of the largest.
-TEST(FullSizeInception, TimedLayersKeepTheLogits) {
+// Full-size networks at batch 1 with the implementations timing picks: on an AVX2 CPU most of
+// Inception v3's 1x7, 7x1, 1x3, 3x1 and 3x3 stride-1 layers and ResNet-50's 3x3 ones then run
+// Winograd (backend/cpu/winograd_toom_cook_conv.h, winograd_conv.h), whose transforms round more
+// than the direct convolution; the logits still match the evaluation graph's within 1e-5 of
+// the largest.
+class FullSizeNetworks : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FullSizeNetworks, TimedLayersKeepTheLogits) {
   auto backend = testing::test_cpu_backend();
   ASSERT_NE(backend, nullptr);
-  ModelOptions o = default_model_options("inception_v3").value();
+  ModelOptions o = default_model_options(GetParam()).value();
   o.batch_size = 1;
   o.training = false;
   o.build_losses = false;
@@ -324,8 +327,11 @@ TEST(FullSizeInception, TimedLayersKeepTheLogits) {
   backend->download(logits.data(), (*compiled)->logits(), logits.size() * sizeof(float));
   const std::vector<float> unfolded = testing::run_graph(*backend, graph, values, images);
   const double worst = testing::expect_relative(logits, unfolded, 1e-5, "logits");
-  std::printf("inception_v3 299x299 timed: worst |folded - unfolded| / max|logit| = %.2e\n", worst);
+  std::printf("%s timed: worst |folded - unfolded| / max|logit| = %.2e\n", GetParam(), worst);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, FullSizeNetworks, ::testing::Values("inception_v3", "resnet50"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace ic

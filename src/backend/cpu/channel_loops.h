@@ -1,5 +1,5 @@
 // Markings for the loops over an NHWC pixel's channels that GCC and clang vectorize: the
-// Winograd transforms (winograd_conv.cc, winograd_line_conv.cc).
+// Winograd transforms (winograd_conv.cc, winograd_toom_cook_conv.cc).
 #pragma once
 
 // Cloned by instruction set as vector_loops.cc's loops are (the project builds for any x86-64);

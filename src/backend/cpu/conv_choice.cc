@@ -7,8 +7,8 @@
 //     prefers_blocked), else on NHWC;
 //   - forward only (training = false): the same rule, or, when conv_timing_enabled(), each
 //     plan this CPU offers (a bf16 convolution's in float32 as well, and in float32 our matrix
-//     products: im2col_conv.h's, for 3x3 stride 1 winograd_conv.h's, and for 1x7, 7x1, 1x3 and
-//     3x1 stride 1 winograd_line_conv.h's) is built and timed on
+//     products: im2col_conv.h's, for 3x3 stride 1 winograd_conv.h's, and for 1x7, 7x1, 1x3, 3x1
+//     and 3x3 stride 1 winograd_toom_cook_conv.h's) is built and timed on
 //     scratch buffers (two runs, the faster one counts), once per shape per backend; later convs
 //     of the same shape reuse the answer.
 //
@@ -30,7 +30,7 @@
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/im2col_conv.h"
 #include "backend/cpu/winograd_conv.h"
-#include "backend/cpu/winograd_line_conv.h"
+#include "backend/cpu/winograd_toom_cook_conv.h"
 
 namespace ic::cpu {
 namespace {
@@ -140,8 +140,8 @@ std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const std::vector<dt>
       plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, Kernel::im2col});
     if (ct == dt::f32 && winograd_conv_applies(d) && allowed(Kernel::winograd))
       plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, Kernel::winograd});
-    if (ct == dt::f32 && winograd_line_conv_applies(d) && allowed(Kernel::winograd_line))
-      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, Kernel::winograd_line});
+    if (ct == dt::f32 && winograd_toom_cook_conv_applies(d) && allowed(Kernel::winograd_toom_cook))
+      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, Kernel::winograd_toom_cook});
     if (!allowed(Kernel::onednn)) continue;
     plans.push_back({algorithm::convolution_direct, ct, tag::nhwc});
     plans.push_back({algorithm::convolution_direct, ct, tag::any});

@@ -38,7 +38,7 @@
 #include "backend/cpu/im2col_conv.h"
 #include "backend/cpu/pointwise_grads.h"
 #include "backend/cpu/winograd_conv.h"
-#include "backend/cpu/winograd_line_conv.h"
+#include "backend/cpu/winograd_toom_cook_conv.h"
 
 namespace ic::cpu {
 
@@ -443,8 +443,8 @@ std::unique_ptr<OpKernel> plan_kernel(const Conv2dDesc& d, DnnlContext& ctx, con
                                       bool share_weights) {
   if (plan.kernel == ConvKernelKind::im2col) return make_im2col_conv(d, ctx, share_weights);
   if (plan.kernel == ConvKernelKind::winograd) return make_winograd_conv(d, ctx, share_weights);
-  if (plan.kernel == ConvKernelKind::winograd_line)
-    return make_winograd_line_conv(d, ctx, share_weights);
+  if (plan.kernel == ConvKernelKind::winograd_toom_cook)
+    return make_winograd_toom_cook_conv(d, ctx, share_weights);
   auto kernel = std::make_unique<ConvKernel>(d, ctx, plan);
   if (!share_weights) kernel->keep_weights_private();
   return kernel;

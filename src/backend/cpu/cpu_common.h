@@ -36,10 +36,10 @@ using dt = dnnl::memory::data_type;
 // any: oneDNN's choice, converted inside the kernel) and the type x and w are computed in; or,
 // one of our own matrix-product kernels on NHWC in float32 (alg and activations unused).
 enum class ConvKernelKind {
-  onednn,         // oneDNN's convolution primitives
-  im2col,         // im2col_conv.h's product
-  winograd,       // winograd_conv.h's F(2x2,3x3)
-  winograd_line,  // winograd_line_conv.h's F(2,7) and F(4,3)
+  onednn,              // oneDNN's convolution primitives
+  im2col,              // im2col_conv.h's product
+  winograd,            // winograd_conv.h's F(2x2,3x3)
+  winograd_toom_cook,  // winograd_toom_cook_conv.h's F(2,7), F(4,3) and F(4x4,3x3)
 };
 struct ConvPlan {
   dnnl::algorithm alg = dnnl::algorithm::convolution_direct;

@@ -5,7 +5,7 @@
 //                       m [points][tiles][Co] (the products, for the output transform),
 // with v, m and the matmul's scratchpad in the kernel's workspace, and u kept as the backend's
 // shared converted weights (one copy for the graphs of every batch size), filled once.
-// Used by winograd_conv.h's F(2x2,3x3) and winograd_line_conv.h's F(m,r).
+// Used by winograd_conv.h's F(2x2,3x3) and winograd_toom_cook_conv.h's F(m,r).
 #pragma once
 
 #include <memory>

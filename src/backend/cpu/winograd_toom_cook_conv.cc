@@ -1,0 +1,393 @@
+#include "backend/cpu/winograd_toom_cook_conv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/channel_loops.h"
+#include "backend/cpu/winograd_products.h"
+
+namespace ic::cpu {
+namespace {
+
+// How a kernel shape is tiled: `outputs_h` x `outputs_w` outputs per tile (1 along an axis the
+// kernel does not span), the name in implementation(), the name of the transformed weights'
+// layout among the converted weights, and the fewest tiles an image must have. At most 8 points
+// an axis: a ninth would be +-3 or +-1/4, whose transforms round too much in float32.
+//
+// F(4x4,3x3)'s transformed weights are 4x the weights (36 points for 9 taps), read once an image:
+// on small maps that read costs more than the products save. Timed alone on warm caches it
+// still looks faster, so the rule is fixed: on a 2-core Zen 2, ResNet-50's 3x3 256->256 layers
+// on 14x14 (16 tiles) took 2.2 ms in the network against 0.95 with F(2x2,3x3), its 28x28 ones
+// (49 tiles) 1.0 against 0.9, and its 56x56 ones (196 tiles) 1.0 against 1.1.
+struct ToomCookTiling {
+  int kernel_h, kernel_w, outputs_h, outputs_w;
+  const char* name;     // in implementation()
+  const char* packing;  // ConvertedWeights::packing
+  int64_t min_tiles;
+};
+constexpr ToomCookTiling kToomCookTilings[] = {
+    {1, 7, 1, 2, "F(2,7) along w", "ic:winograd F(2,7) [8][Ci][Co]", 1},
+    {7, 1, 2, 1, "F(2,7) along h", "ic:winograd F(2,7) [8][Ci][Co]", 1},
+    {1, 3, 1, 4, "F(4,3) along w", "ic:winograd F(4,3) [6][Ci][Co]", 1},
+    {3, 1, 4, 1, "F(4,3) along h", "ic:winograd F(4,3) [6][Ci][Co]", 1},
+    {3, 3, 4, 4, "F(4x4,3x3)", "ic:winograd F(4x4,3x3) [36][Ci][Co]", 64},
+};
+
+const ToomCookTiling* tiling_of(const Conv2dDesc& d) {
+  for (const ToomCookTiling& tiling : kToomCookTilings)
+    if (tiling.kernel_h == d.kernel_h && tiling.kernel_w == d.kernel_w) return &tiling;
+  return nullptr;
+}
+
+// The finite interpolation points for n points in all (infinity is always the last one). Six
+// take 1/2 in place of 2: F(4x4,3x3)'s outputs then rounded 1.6x less in a float32 simulation
+// (1.7e-6 of the largest output on average over 128 channels, against 2.9e-6 with +-2).
+constexpr double kSixPoints[] = {0, 1, -1, 0.5, -2};
+constexpr double kEightPoints[] = {0, 1, -1, 2, -2, 0.5, -0.5};
+
+// The value at point `point` of n (the last is infinity) of the polynomial whose `terms`
+// coefficients a row of these multiplies: the point's powers, or at infinity the leading
+// coefficient alone.
+double power(int point, int n, int k, int terms) {
+  if (point == n - 1) return k == terms - 1 ? 1.0 : 0.0;
+  return std::pow(n == 6 ? kSixPoints[point] : kEightPoints[point], k);
+}
+
+// The inverse of the n x n row-major matrix `a`, by Gauss-Jordan elimination with partial
+// pivoting (a Vandermonde matrix of distinct points here: never singular).
+std::vector<double> inverse(std::vector<double> a, int n) {
+  std::vector<double> inv(static_cast<size_t>(n * n), 0.0);
+  for (int i = 0; i < n; ++i) inv[i * n + i] = 1;
+  for (int col = 0; col < n; ++col) {
+    int pivot = col;
+    for (int row = col + 1; row < n; ++row)
+      if (std::abs(a[row * n + col]) > std::abs(a[pivot * n + col])) pivot = row;
+    for (int k = 0; k < n; ++k) {
+      std::swap(a[col * n + k], a[pivot * n + k]);
+      std::swap(inv[col * n + k], inv[pivot * n + k]);
+    }
+    const double scale = 1 / a[col * n + col];
+    for (int k = 0; k < n; ++k) {
+      a[col * n + k] *= scale;
+      inv[col * n + k] *= scale;
+    }
+    for (int row = 0; row < n; ++row) {
+      const double factor = a[row * n + col];
+      if (row == col || factor == 0) continue;
+      for (int k = 0; k < n; ++k) {
+        a[row * n + k] -= factor * a[col * n + k];
+        inv[row * n + k] -= factor * inv[col * n + k];
+      }
+    }
+  }
+  return inv;
+}
+
+// Toom-Cook's matrices for F(m, r) on n = m + r - 1 points (for m = r = 1, an axis the kernel
+// does not span: n = 1 and every matrix [[1]]). The product s = g * h of two
+// polynomials of r and m coefficients is s = C [(G g) .* (A h)]: G and A evaluate g and h at the
+// points, C = V^-1 interpolates s from its values (V evaluates n coefficients). The correlation
+// y_i = sum_k g_k x_(i+k) is the transpose of h -> s for a fixed g, so
+// y = A^T [(G g) .* (C^T x)], and B^T = C^T.
+struct AxisTransforms {
+  int m, r, n;
+  std::vector<float> bt;  // [n][n]: v = B^T x, x a tile's n input pixels
+  std::vector<double> g;  // [n][r]: u = G w, w the kernel's r taps (applied in double, once)
+  std::vector<float> at;  // [m][n]: y = A^T (u .* v)
+};
+
+AxisTransforms axis_transforms(int m, int r) {
+  const int n = m + r - 1;
+  std::vector<double> v(static_cast<size_t>(n * n));
+  for (int q = 0; q < n; ++q)
+    for (int k = 0; k < n; ++k) v[q * n + k] = power(q, n, k, n);
+  const std::vector<double> c = inverse(std::move(v), n);
+  AxisTransforms t{m,
+                   r,
+                   n,
+                   std::vector<float>(static_cast<size_t>(n * n)),
+                   std::vector<double>(static_cast<size_t>(n * r)),
+                   std::vector<float>(static_cast<size_t>(m * n))};
+  for (int q = 0; q < n; ++q) {
+    // Row q of B^T scaled to entries of at most 1, and G's row q by as much: the weights'
+    // side is computed in double, once.
+    double scale = 0;
+    for (int j = 0; j < n; ++j) scale = std::max(scale, std::abs(c[j * n + q]));
+    for (int j = 0; j < n; ++j) t.bt[q * n + j] = static_cast<float>(c[j * n + q] / scale);
+    for (int k = 0; k < r; ++k) t.g[q * r + k] = power(q, n, k, r) * scale;
+    for (int i = 0; i < m; ++i) t.at[i * n + q] = static_cast<float>(power(q, n, i, m));
+  }
+  return t;
+}
+
+// out[row][c] = max(sum_j matrix[row][j] in[j][c] + bias[c], floor), channel by channel, for
+// `rows` rows of a kPoints-column matrix: one axis's pass of a tile's transform (in: its pixels,
+// zeros in the padding, or its products; no bias and floor -inf but in the output's last pass).
+template <int kPoints>
+[[gnu::always_inline]] inline void combine(const float* const in[], const float* matrix, int rows,
+                                           const float* bias, float floor, int64_t channels,
+                                           float* const out[]) {
+  for (int row = 0; row < rows; ++row) {
+    const float* coefficients = matrix + row * kPoints;
+    float* o = out[row];
+    // The rows written never overlap the pixels or products read.
+    IC_INDEPENDENT_ITERATIONS
+    for (int64_t c = 0; c < channels; ++c) {
+      float sum = bias[c];
+      for (int j = 0; j < kPoints; ++j) sum += coefficients[j] * in[j][c];
+      o[c] = std::max(sum, floor);
+    }
+  }
+}
+
+IC_CHANNEL_LOOP void combine6(const float* const in[], const float* matrix, int rows,
+                              const float* bias, float floor, int64_t channels,
+                              float* const out[]) {
+  combine<6>(in, matrix, rows, bias, floor, channels, out);
+}
+
+IC_CHANNEL_LOOP void combine8(const float* const in[], const float* matrix, int rows,
+                              const float* bias, float floor, int64_t channels,
+                              float* const out[]) {
+  combine<8>(in, matrix, rows, bias, floor, channels, out);
+}
+
+using Combine = void (*)(const float* const[], const float*, int, const float*, float, int64_t,
+                         float* const[]);
+
+// The combine loop for n points (an axis that transforms: 6 or 8).
+Combine combine_for(int n) { return n == 6 ? combine6 : combine8; }
+
+constexpr int kMaxPoints = 8;                            // an axis
+constexpr size_t kToomCookTileBytes = size_t{64} << 20;  // one image's transformed input, products
+
+// A tile's pixels, products or outputs: one channel vector for each of rows x cols positions.
+struct TilePlanes {
+  int rows, cols;
+  const float* const* at;  // [rows * cols]
+};
+
+// The separable transform of one tile: out = H in W^T, channel by channel, W's pass first:
+// `w` is [rows_w][in.cols], `h` [rows_h][in.rows], out [rows_h * rows_w]. An axis of one point
+// (a 1xr or rx1 kernel) is no pass. The last pass adds `bias` and takes max(., floor); the first
+// of two writes `temp`, [in.rows * rows_w].
+struct AxisPass {
+  const float* matrix;
+  int rows;
+  Combine combine;
+};
+void separable_transform(const TilePlanes& in, const AxisPass& w, const AxisPass& h,
+                         const float* bias, const float* zeros, float floor, int64_t channels,
+                         float* const temp[], float* const out[]) {
+  if (in.rows == 1) {
+    w.combine(in.at, w.matrix, w.rows, bias, floor, channels, out);
+    return;
+  }
+  if (in.cols == 1) {
+    h.combine(in.at, h.matrix, h.rows, bias, floor, channels, out);
+    return;
+  }
+  const float* column[kMaxPoints];
+  float* outputs[kMaxPoints];
+  for (int a = 0; a < in.rows; ++a)
+    w.combine(in.at + a * in.cols, w.matrix, w.rows, zeros, -std::numeric_limits<float>::infinity(),
+              channels, temp + a * w.rows);
+  for (int j = 0; j < w.rows; ++j) {
+    for (int a = 0; a < in.rows; ++a) column[a] = temp[a * w.rows + j];
+    for (int i = 0; i < h.rows; ++i) outputs[i] = out[i * w.rows + j];
+    h.combine(column, h.matrix, h.rows, bias, floor, channels, outputs);
+  }
+}
+
+// The tiles of one image, `rows` x `cols`.
+struct ToomCookTiles {
+  int64_t rows, cols;
+  int64_t count() const { return rows * cols; }
+};
+
+ToomCookTiles tiles_of(const Conv2dDesc& d, const ToomCookTiling& tiling) {
+  const Shape out = d.output();
+  return {(out.h() + tiling.outputs_h - 1) / tiling.outputs_h,
+          (out.w() + tiling.outputs_w - 1) / tiling.outputs_w};
+}
+
+class WinogradToomCookKernel final : public OpKernel {
+ public:
+  WinogradToomCookKernel(const Conv2dDesc& d, DnnlContext& ctx, bool share_weights,
+                         const ToomCookTiling& tiling)
+      : d_(d),
+        out_(d.output()),
+        tiling_(tiling),
+        th_(axis_transforms(tiling.outputs_h, d.kernel_h)),
+        tw_(axis_transforms(tiling.outputs_w, d.kernel_w)),
+        pads_(tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, 1, 1, d.padding)),
+        tiles_(tiles_of(d, tiling)),
+        zeros_(static_cast<size_t>(std::max(d.input.c(), d.out_channels)), 0.f),
+        products_(th_.n * tw_.n, tiles_.count(), d.input.c(), d.out_channels, tiling.packing, ctx,
+                  share_weights),
+        discard_bytes_(align64(static_cast<size_t>(tiles_.rows * d.out_channels) * sizeof(float))),
+        temp_floats_(th_.n > 1 && tw_.n > 1
+                         ? th_.n * std::max(tw_.n * d.input.c(), tw_.m * d.out_channels)
+                         : 0) {}
+
+  size_t workspace_bytes() const override {
+    return products_.workspace_bytes() + discard_bytes_ +
+           static_cast<size_t>(tiles_.rows * temp_floats_) * sizeof(float);
+  }
+  BackwardReads backward_reads() const override { return {false, false}; }
+  std::string implementation() const override {
+    return std::string("ic:winograd ") + tiling_.name + " " + products_.matmul_name() + " nhwc";
+  }
+
+  Status bind(const OpBindings& b) override {
+    IC_RETURN_IF_ERROR(check_bindings("conv2d", b, 1, 1, d_.has_bias ? 2 : 1, 0));
+    if (!b.workspace)
+      return error("conv2d: needs ", workspace_bytes(), " bytes of workspace, got none");
+    x_ = static_cast<const float*>(b.inputs[0]);
+    y_ = static_cast<float*>(b.outputs[0]);
+    weights_ = static_cast<const float*>(b.params[0]);
+    bias_ = d_.has_bias ? static_cast<const float*>(b.params[1]) : zeros_.data();
+    char* after_products = static_cast<char*>(b.workspace) + products_.workspace_bytes();
+    discard_ = reinterpret_cast<float*>(after_products);
+    temp_ = reinterpret_cast<float*>(after_products + discard_bytes_);
+    return products_.bind(b.workspace, weights_);
+  }
+
+  void forward(const StepContext&) override {
+    if (float* u = products_.weights_to_fill()) {
+      transform_weights(u);
+      products_.weights_filled();
+    }
+    const int64_t in_image = d_.input.h() * d_.input.w() * d_.input.c();
+    const int64_t out_image = out_.h() * out_.w() * out_.c();
+    for (int64_t image = 0; image < d_.input.n(); ++image) {
+      transform_input(x_ + image * in_image);
+      products_.run();
+      transform_output(y_ + image * out_image);
+    }
+  }
+  void backward(const StepContext&) override {}  // forward only (winograd_toom_cook_conv_applies)
+
+ private:
+  // u[p][q][ci][co] = sum_(k,l) Gh[p][k] Gw[q][l] w[k][l][ci][co] (w HWIO), in double.
+  void transform_weights(float* u) const {
+    const int64_t in_c = d_.input.c(), out_c = d_.out_channels;
+    const int kh = th_.r, kw = tw_.r;
+    parallel_for(in_c, 1, [&](int64_t ci) {
+      for (int p = 0; p < th_.n; ++p)
+        for (int q = 0; q < tw_.n; ++q)
+          for (int64_t co = 0; co < out_c; ++co) {
+            double sum = 0;
+            for (int k = 0; k < kh; ++k)
+              for (int l = 0; l < kw; ++l)
+                sum += th_.g[p * kh + k] * tw_.g[q * kw + l] *
+                       weights_[((k * kw + l) * in_c + ci) * out_c + co];
+            u[((p * tw_.n + q) * in_c + ci) * out_c + co] = static_cast<float>(sum);
+          }
+    });
+  }
+
+  AxisPass pass_w(const std::vector<float>& matrix, int rows) const {
+    return {matrix.data(), rows, tw_.n > 1 ? combine_for(tw_.n) : nullptr};
+  }
+  AxisPass pass_h(const std::vector<float>& matrix, int rows) const {
+    return {matrix.data(), rows, th_.n > 1 ? combine_for(th_.n) : nullptr};
+  }
+  // The tile row's own slice of the workspace for the first of two passes.
+  float* temp_of(int64_t row) const { return temp_ + row * temp_floats_; }
+
+  void transform_input(const float* x) {
+    const int64_t in_h = d_.input.h(), in_w = d_.input.w(), channels = d_.input.c();
+    const int64_t plane = tiles_.count() * channels;
+    const int nh = th_.n, nw = tw_.n;
+    const AxisPass w = pass_w(tw_.bt, nw), h = pass_h(th_.bt, nh);
+    parallel_for(tiles_.rows, 1, [&](int64_t row) {
+      float* temp[kMaxPoints * kMaxPoints];
+      for (int k = 0; k < nh * nw; ++k) temp[k] = temp_of(row) + k * channels;
+      for (int64_t col = 0; col < tiles_.cols; ++col) {
+        const float* pixels[kMaxPoints * kMaxPoints];
+        float* v[kMaxPoints * kMaxPoints];
+        const int64_t tile = row * tiles_.cols + col;
+        for (int a = 0; a < nh; ++a)
+          for (int b = 0; b < nw; ++b) {
+            const int64_t ih = row * th_.m - pads_.top + a, iw = col * tw_.m - pads_.left + b;
+            const bool inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w;
+            pixels[a * nw + b] = inside ? x + (ih * in_w + iw) * channels : zeros_.data();
+            v[a * nw + b] = products_.v() + (a * nw + b) * plane + tile * channels;
+          }
+        separable_transform({nh, nw, pixels}, w, h, zeros_.data(), zeros_.data(),
+                            -std::numeric_limits<float>::infinity(), channels, temp, v);
+      }
+    });
+  }
+
+  void transform_output(float* y) {
+    const int64_t channels = d_.out_channels;
+    const int64_t plane = tiles_.count() * channels;
+    const int nh = th_.n, nw = tw_.n, mh = th_.m, mw = tw_.m;
+    const float floor = d_.fused_relu ? 0.f : -std::numeric_limits<float>::infinity();
+    const AxisPass w = pass_w(tw_.at, mw), h = pass_h(th_.at, mh);
+    parallel_for(tiles_.rows, 1, [&](int64_t row) {
+      // Where a tile's last outputs fall past the output (sizes not a multiple of the tile's):
+      // the row's own slice of the workspace, so that threads never share it.
+      float* discard = discard_ + row * channels;
+      float* temp[kMaxPoints * kMaxPoints];
+      for (int k = 0; k < nh * mw; ++k) temp[k] = temp_of(row) + k * channels;
+      for (int64_t col = 0; col < tiles_.cols; ++col) {
+        const float* m[kMaxPoints * kMaxPoints];
+        float* out[kMaxPoints * kMaxPoints];
+        const int64_t tile = row * tiles_.cols + col;
+        for (int k = 0; k < nh * nw; ++k) m[k] = products_.m() + k * plane + tile * channels;
+        for (int i = 0; i < mh; ++i)
+          for (int j = 0; j < mw; ++j) {
+            const int64_t oh = row * mh + i, ow = col * mw + j;
+            out[i * mw + j] =
+                oh < out_.h() && ow < out_.w() ? y + (oh * out_.w() + ow) * channels : discard;
+          }
+        separable_transform({nh, nw, m}, w, h, bias_, zeros_.data(), floor, channels, temp, out);
+      }
+    });
+  }
+
+  Conv2dDesc d_;
+  Shape out_;
+  const ToomCookTiling& tiling_;
+  AxisTransforms th_, tw_;  // along H and along W
+  Pads pads_;
+  ToomCookTiles tiles_;
+  std::vector<float> zeros_;  // the padding's input pixels, and the bias where there is none
+  WinogradProducts products_;
+  size_t discard_bytes_;
+  int64_t temp_floats_;  // a tile row's slice for the first of two passes (2-D tilings)
+  const float* x_ = nullptr;
+  float* y_ = nullptr;
+  const float* weights_ = nullptr;
+  const float* bias_ = nullptr;
+  float* discard_ = nullptr;  // [tile rows][Co]: outputs past the edge
+  float* temp_ = nullptr;     // [tile rows][temp_floats_]
+};
+
+}  // namespace
+
+bool winograd_toom_cook_conv_applies(const Conv2dDesc& d) {
+  const ToomCookTiling* tiling = tiling_of(d);
+  if (!tiling || d.training || d.int8 || d.fused_depthwise || d.fused_activation || d.groups != 1 ||
+      d.activations != DType::f32 || !d.constant_weights || d.stride_h != 1 || d.stride_w != 1)
+    return false;
+  const int points = (tiling->outputs_h + d.kernel_h - 1) * (tiling->outputs_w + d.kernel_w - 1);
+  const int64_t tiles = tiles_of(d, *tiling).count();
+  const size_t bytes =
+      static_cast<size_t>(points * tiles * (d.input.c() + d.out_channels)) * sizeof(float);
+  return tiles >= tiling->min_tiles && bytes <= kToomCookTileBytes;
+}
+
+std::unique_ptr<OpKernel> make_winograd_toom_cook_conv(const Conv2dDesc& d, DnnlContext& ctx,
+                                                       bool share_weights) {
+  return std::make_unique<WinogradToomCookKernel>(d, ctx, share_weights, *tiling_of(d));
+}
+
+}  // namespace ic::cpu
