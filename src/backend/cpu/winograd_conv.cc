@@ -127,17 +127,13 @@ class WinogradConvKernel final : public OpKernel {
   }
 
   void forward(const StepContext&) override {
-    if (float* u = products_.weights_to_fill()) {
-      weight_transform(weights_, d_.input.c(), d_.out_channels, u);
-      products_.weights_filled();
-    }
     const int64_t in_image = d_.input.h() * d_.input.w() * d_.input.c();
     const int64_t out_image = out_.h() * out_.w() * out_.c();
-    for (int64_t image = 0; image < d_.input.n(); ++image) {
-      transform_input(x_ + image * in_image);
-      products_.run();
-      transform_output(y_ + image * out_image);
-    }
+    products_.forward(
+        d_.input.n(),
+        [&](float* u) { weight_transform(weights_, d_.input.c(), d_.out_channels, u); },
+        [&](int64_t image) { transform_input(x_ + image * in_image); },
+        [&](int64_t image) { transform_output(y_ + image * out_image); });
   }
   void backward(const StepContext&) override {}  // forward only (winograd_conv_applies)
 

@@ -34,15 +34,21 @@ class WinogradProducts {
 
   float* v() const { return v_; }
   float* m() const { return m_; }
-  // u to be filled by the caller before the first run, or null when it already is (by this
-  // kernel or another one sharing it); the caller then calls weights_filled().
-  float* weights_to_fill() const {
-    return u_->ready ? nullptr : static_cast<float*>(u_->data.get());
-  }
-  void weights_filled() { u_->ready = true; }
 
-  // m = v u.
-  void run() { matmul_.execute(ctx_.stream, args_); }
+  // A forward over `images` images: at the first one (of any kernel sharing u), fill_weights(u);
+  // then for each image, input(image) writes v, the products m = v u, and output(image) reads m.
+  template <typename FillWeights, typename Input, typename Output>
+  void forward(int64_t images, FillWeights fill_weights, Input input, Output output) {
+    if (!u_->ready) {
+      fill_weights(static_cast<float*>(u_->data.get()));
+      u_->ready = true;
+    }
+    for (int64_t image = 0; image < images; ++image) {
+      input(image);
+      matmul_.execute(ctx_.stream, args_);
+      output(image);
+    }
+  }
 
  private:
   DnnlContext& ctx_;

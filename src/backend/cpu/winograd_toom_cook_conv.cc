@@ -258,17 +258,12 @@ class WinogradToomCookKernel final : public OpKernel {
   }
 
   void forward(const StepContext&) override {
-    if (float* u = products_.weights_to_fill()) {
-      transform_weights(u);
-      products_.weights_filled();
-    }
     const int64_t in_image = d_.input.h() * d_.input.w() * d_.input.c();
     const int64_t out_image = out_.h() * out_.w() * out_.c();
-    for (int64_t image = 0; image < d_.input.n(); ++image) {
-      transform_input(x_ + image * in_image);
-      products_.run();
-      transform_output(y_ + image * out_image);
-    }
+    products_.forward(
+        d_.input.n(), [&](float* u) { transform_weights(u); },
+        [&](int64_t image) { transform_input(x_ + image * in_image); },
+        [&](int64_t image) { transform_output(y_ + image * out_image); });
   }
   void backward(const StepContext&) override {}  // forward only (winograd_toom_cook_conv_applies)
 
@@ -297,8 +292,11 @@ class WinogradToomCookKernel final : public OpKernel {
   AxisPass pass_h(const std::vector<float>& matrix, int rows) const {
     return {matrix.data(), rows, th_.n > 1 ? combine_for(th_.n) : nullptr};
   }
-  // The tile row's own slice of the workspace for the first of two passes.
-  float* temp_of(int64_t row) const { return temp_ + row * temp_floats_; }
+  // The tile row's own slice of the workspace for the first of two passes, as `planes` planes of
+  // `channels`.
+  void row_temps(int64_t row, int planes, int64_t channels, float* temp[]) const {
+    for (int k = 0; k < planes; ++k) temp[k] = temp_ + row * temp_floats_ + k * channels;
+  }
 
   void transform_input(const float* x) {
     const int64_t in_h = d_.input.h(), in_w = d_.input.w(), channels = d_.input.c();
@@ -307,7 +305,7 @@ class WinogradToomCookKernel final : public OpKernel {
     const AxisPass w = pass_w(tw_.bt, nw), h = pass_h(th_.bt, nh);
     parallel_for(tiles_.rows, 1, [&](int64_t row) {
       float* temp[kMaxPoints * kMaxPoints];
-      for (int k = 0; k < nh * nw; ++k) temp[k] = temp_of(row) + k * channels;
+      row_temps(row, nh * nw, channels, temp);
       for (int64_t col = 0; col < tiles_.cols; ++col) {
         const float* pixels[kMaxPoints * kMaxPoints];
         float* v[kMaxPoints * kMaxPoints];
@@ -336,7 +334,7 @@ class WinogradToomCookKernel final : public OpKernel {
       // the row's own slice of the workspace, so that threads never share it.
       float* discard = discard_ + row * channels;
       float* temp[kMaxPoints * kMaxPoints];
-      for (int k = 0; k < nh * mw; ++k) temp[k] = temp_of(row) + k * channels;
+      row_temps(row, nh * mw, channels, temp);
       for (int64_t col = 0; col < tiles_.cols; ++col) {
         const float* m[kMaxPoints * kMaxPoints];
         float* out[kMaxPoints * kMaxPoints];
