@@ -171,15 +171,18 @@ struct TilePlanes {
   const float* const* at;  // [rows * cols]
 };
 
-// The separable transform of one tile: out = H in W^T, channel by channel, W's pass first:
-// `w` is [rows_w][in.cols], `h` [rows_h][in.rows], out [rows_h * rows_w]. An axis of one point
-// (a 1xr or rx1 kernel) is no pass. The last pass adds `bias` and takes max(., floor); the first
-// of two writes `temp`, [in.rows * rows_w].
+// One axis's transform: a [rows][points] matrix, and the combine loop for its points (null for
+// an axis of one point).
 struct AxisPass {
   const float* matrix;
   int rows;
   Combine combine;
 };
+
+// The separable transform of one tile: out = H in W^T, channel by channel, W's pass first:
+// `w` is [rows_w][in.cols], `h` [rows_h][in.rows], out [rows_h * rows_w]. An axis of one point
+// (a 1xr or rx1 kernel) is no pass. The last pass adds `bias` and takes max(., floor); the first
+// of two writes `temp`, [in.rows * rows_w].
 void separable_transform(const TilePlanes& in, const AxisPass& w, const AxisPass& h,
                          const float* bias, const float* zeros, float floor, int64_t channels,
                          float* const temp[], float* const out[]) {
