@@ -28,9 +28,6 @@
 #include "backend/cpu/bf16_choice.h"
 #include "backend/cpu/conv_kernel.h"
 #include "backend/cpu/cpu_common.h"
-#include "backend/cpu/im2col_conv.h"
-#include "backend/cpu/winograd_conv.h"
-#include "backend/cpu/winograd_toom_cook_conv.h"
 
 namespace ic::cpu {
 namespace {
@@ -136,12 +133,10 @@ std::vector<ConvPlan> candidate_plans(const Conv2dDesc& d, const std::vector<dt>
   const auto allowed = [&](Kernel kind) { return !settled || *settled == kind; };
   std::vector<ConvPlan> plans;
   for (const dt ct : types) {
-    if (ct == dt::f32 && im2col_conv_applies(d) && allowed(Kernel::im2col))
-      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, Kernel::im2col});
-    if (ct == dt::f32 && winograd_conv_applies(d) && allowed(Kernel::winograd))
-      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, Kernel::winograd});
-    if (ct == dt::f32 && winograd_toom_cook_conv_applies(d) && allowed(Kernel::winograd_toom_cook))
-      plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, Kernel::winograd_toom_cook});
+    if (ct == dt::f32)
+      for (const ProductKernel& ours : product_kernels())
+        if (ours.takes(d) && allowed(ours.kind))
+          plans.push_back({algorithm::convolution_direct, ct, tag::nhwc, ours.kind});
     if (!allowed(Kernel::onednn)) continue;
     plans.push_back({algorithm::convolution_direct, ct, tag::nhwc});
     plans.push_back({algorithm::convolution_direct, ct, tag::any});

@@ -439,12 +439,20 @@ class ConvKernel final : public OpKernel {
 
 }  // namespace
 
+std::span<const ProductKernel> product_kernels() {
+  static constexpr ProductKernel kProducts[] = {
+      {ConvKernelKind::im2col, im2col_conv_applies, make_im2col_conv},
+      {ConvKernelKind::winograd, winograd_conv_applies, make_winograd_conv},
+      {ConvKernelKind::winograd_toom_cook, winograd_toom_cook_conv_applies,
+       make_winograd_toom_cook_conv},
+  };
+  return kProducts;
+}
+
 std::unique_ptr<OpKernel> plan_kernel(const Conv2dDesc& d, DnnlContext& ctx, const ConvPlan& plan,
                                       bool share_weights) {
-  if (plan.kernel == ConvKernelKind::im2col) return make_im2col_conv(d, ctx, share_weights);
-  if (plan.kernel == ConvKernelKind::winograd) return make_winograd_conv(d, ctx, share_weights);
-  if (plan.kernel == ConvKernelKind::winograd_toom_cook)
-    return make_winograd_toom_cook_conv(d, ctx, share_weights);
+  for (const ProductKernel& ours : product_kernels())
+    if (plan.kernel == ours.kind) return ours.make(d, ctx, share_weights);
   auto kernel = std::make_unique<ConvKernel>(d, ctx, plan);
   if (!share_weights) kernel->keep_weights_private();
   return kernel;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "backend/cpu/cpu_common.h"
 
@@ -11,6 +12,16 @@ namespace ic::cpu {
 // The type `d` computes in on this CPU: bf16 where asked and the CPU has bf16 convolutions
 // (training ones only where bf16 outpaces f32), else float32.
 dt compute_type(const Conv2dDesc& d, const DnnlContext& ctx);
+
+// Our own forward-only float32 kernels on NHWC, one per ConvKernelKind but oneDNN's: whether
+// one takes a desc, and its factory (share_weights: false for one timed on scratch buffers).
+// conv_choice.cc's timing tries each that takes the desc; plan_kernel builds the chosen one.
+struct ProductKernel {
+  ConvKernelKind kind;
+  bool (*takes)(const Conv2dDesc& d);
+  std::unique_ptr<OpKernel> (*make)(const Conv2dDesc& d, DnnlContext& ctx, bool share_weights);
+};
+std::span<const ProductKernel> product_kernels();
 
 // The kernel that runs `plan` for `d`. share_weights: false for one timed on scratch buffers.
 // Throws dnnl::error when oneDNN has no implementation of `plan` for `d` on this CPU.

@@ -8,27 +8,10 @@
 #include <vector>
 
 #include "backend/cpu/channel_loops.h"
-#include "backend/cpu/winograd_products.h"
+#include "backend/cpu/winograd_kernel.h"
 
 namespace ic::cpu {
 namespace {
-
-constexpr size_t kTileBytes = size_t{64} << 20;  // one image's transformed input and products
-
-struct Tiles {
-  int64_t rows, cols;
-  int64_t count() const { return rows * cols; }
-};
-
-Tiles tiles_of(const Conv2dDesc& d) {
-  const Shape out = d.output();
-  return {(out.h() + 1) / 2, (out.w() + 1) / 2};
-}
-
-size_t tile_bytes(const Conv2dDesc& d) {
-  return static_cast<size_t>(16 * tiles_of(d).count() * (d.input.c() + d.out_channels)) *
-         sizeof(float);
-}
 
 // B^T x B of one 4x4 input tile, channel by channel: x[a][b] is the tile's row a, column b (the
 // zeros where it lies in the padding); v[k] (k = 4a + b) the transformed value's plane.
@@ -94,119 +77,61 @@ void weight_transform(const float* w, int64_t in_c, int64_t out_c, float* u) {
   });
 }
 
-class WinogradConvKernel final : public OpKernel {
+class WinogradConvKernel final : public WinogradKernel {
  public:
   WinogradConvKernel(const Conv2dDesc& d, DnnlContext& ctx, bool share_weights)
-      : d_(d),
-        out_(d.output()),
-        pads_(tf_pads(d.input.h(), d.input.w(), 3, 3, 1, 1, d.padding)),
-        tiles_(tiles_of(d)),
-        zeros_(static_cast<size_t>(std::max(d.input.c(), d.out_channels)), 0.f),
-        products_(16, tiles_.count(), d.input.c(), d.out_channels, kTransformed, ctx,
-                  share_weights),
-        discard_bytes_(align64(static_cast<size_t>(tiles_.rows * d.out_channels) * sizeof(float))) {
-  }
+      : WinogradKernel(d, ctx, share_weights, 2, 2, 16, kTransformed, 0) {}
 
-  size_t workspace_bytes() const override { return products_.workspace_bytes() + discard_bytes_; }
-  BackwardReads backward_reads() const override { return {false, false}; }
   std::string implementation() const override {
     return std::string("ic:winograd F(2x2,3x3) ") + products_.matmul_name() + " nhwc";
   }
-
-  Status bind(const OpBindings& b) override {
-    IC_RETURN_IF_ERROR(check_bindings("conv2d", b, 1, 1, d_.has_bias ? 2 : 1, 0));
-    if (!b.workspace)
-      return error("conv2d: needs ", workspace_bytes(), " bytes of workspace, got none");
-    x_ = static_cast<const float*>(b.inputs[0]);
-    y_ = static_cast<float*>(b.outputs[0]);
-    weights_ = static_cast<const float*>(b.params[0]);
-    bias_ = d_.has_bias ? static_cast<const float*>(b.params[1]) : zeros_.data();
-    discard_ =
-        reinterpret_cast<float*>(static_cast<char*>(b.workspace) + products_.workspace_bytes());
-    return products_.bind(b.workspace, weights_);
-  }
-
-  void forward(const StepContext&) override {
-    const int64_t in_image = d_.input.h() * d_.input.w() * d_.input.c();
-    const int64_t out_image = out_.h() * out_.w() * out_.c();
-    products_.forward(
-        d_.input.n(),
-        [&](float* u) { weight_transform(weights_, d_.input.c(), d_.out_channels, u); },
-        [&](int64_t image) { transform_input(x_ + image * in_image); },
-        [&](int64_t image) { transform_output(y_ + image * out_image); });
-  }
-  void backward(const StepContext&) override {}  // forward only (winograd_conv_applies)
 
  private:
   // The name of the transformed weights' layout in the backend's shared converted weights.
   static constexpr const char* kTransformed = "ic:winograd F(2x2,3x3) [16][Ci][Co]";
 
-  void transform_input(const float* x) {
-    const int64_t in_h = d_.input.h(), in_w = d_.input.w(), channels = d_.input.c();
-    const int64_t plane = tiles_.count() * channels;
+  void transform_weights(const float* w, float* u) const override {
+    weight_transform(w, d_.input.c(), d_.out_channels, u);
+  }
+
+  void transform_input(const float* x) override {
+    const int64_t channels = d_.input.c();
     parallel_for(tiles_.rows, 1, [&](int64_t tile_row) {
       for (int64_t tile_col = 0; tile_col < tiles_.cols; ++tile_col) {
         const float* rows[4][4];
-        for (int a = 0; a < 4; ++a) {
-          const int64_t ih = 2 * tile_row - pads_.top + a;
-          for (int b = 0; b < 4; ++b) {
-            const int64_t iw = 2 * tile_col - pads_.left + b;
-            const bool inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w;
-            rows[a][b] = inside ? x + (ih * in_w + iw) * channels : zeros_.data();
-          }
-        }
+        for (int a = 0; a < 4; ++a)
+          for (int b = 0; b < 4; ++b)
+            rows[a][b] =
+                input_pixel(x, 2 * tile_row - pads_.top + a, 2 * tile_col - pads_.left + b);
         float* v[16];
         const int64_t tile = tile_row * tiles_.cols + tile_col;
-        for (int k = 0; k < 16; ++k) v[k] = products_.v() + k * plane + tile * channels;
+        for (int k = 0; k < 16; ++k) v[k] = plane(products_.v(), k, tile, channels);
         input_transform(rows, channels, v);
       }
     });
   }
 
-  void transform_output(float* y) {
+  void transform_output(float* y) override {
     const int64_t channels = d_.out_channels;
-    const int64_t plane = tiles_.count() * channels;
-    const float floor = d_.fused_relu ? 0.f : -std::numeric_limits<float>::infinity();
     parallel_for(tiles_.rows, 1, [&](int64_t tile_row) {
-      // Where a tile's second row or column falls past the output (odd sizes): the row's own
-      // slice of the workspace, so that threads never share it.
-      float* discard = discard_ + tile_row * channels;
       for (int64_t tile_col = 0; tile_col < tiles_.cols; ++tile_col) {
         const float* m[16];
         const int64_t tile = tile_row * tiles_.cols + tile_col;
-        for (int k = 0; k < 16; ++k) m[k] = products_.m() + k * plane + tile * channels;
+        for (int k = 0; k < 16; ++k) m[k] = plane(products_.m(), k, tile, channels);
         float* out[2][2];
         for (int i = 0; i < 2; ++i)
-          for (int j = 0; j < 2; ++j) {
-            const int64_t oh = 2 * tile_row + i, ow = 2 * tile_col + j;
-            out[i][j] =
-                oh < out_.h() && ow < out_.w() ? y + (oh * out_.w() + ow) * channels : discard;
-          }
-        output_transform(m, bias_, floor, channels, out);
+          for (int j = 0; j < 2; ++j)
+            out[i][j] = output_pixel(y, 2 * tile_row + i, 2 * tile_col + j, tile_row);
+        output_transform(m, bias(), relu_floor(), channels, out);
       }
     });
   }
-
-  Conv2dDesc d_;
-  Shape out_;
-  Pads pads_;
-  Tiles tiles_;
-  std::vector<float> zeros_;  // the padding's input pixels, and the bias where there is none
-  WinogradProducts products_;
-  size_t discard_bytes_;
-  const float* x_ = nullptr;
-  float* y_ = nullptr;
-  const float* weights_ = nullptr;
-  const float* bias_ = nullptr;
-  float* discard_ = nullptr;  // [tile rows][Co]: outputs past the edge
 };
 
 }  // namespace
 
 bool winograd_conv_applies(const Conv2dDesc& d) {
-  return !d.training && !d.int8 && !d.fused_depthwise && !d.fused_activation && d.groups == 1 &&
-         d.activations == DType::f32 && d.constant_weights && d.kernel_h == 3 && d.kernel_w == 3 &&
-         d.stride_h == 1 && d.stride_w == 1 && tile_bytes(d) <= kTileBytes;
+  return d.kernel_h == 3 && d.kernel_w == 3 && winograd_takes(d, 16, winograd_tiles(d, 2, 2));
 }
 
 std::unique_ptr<OpKernel> make_winograd_conv(const Conv2dDesc& d, DnnlContext& ctx,

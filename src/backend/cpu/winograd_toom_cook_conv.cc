@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/channel_loops.h"
-#include "backend/cpu/winograd_products.h"
+#include "backend/cpu/winograd_kernel.h"
 
 namespace ic::cpu {
 namespace {
@@ -162,8 +162,7 @@ using Combine = void (*)(const float* const[], const float*, int, const float*, 
 // The combine loop for n points (an axis that transforms: 6 or 8).
 Combine combine_for(int n) { return n == 6 ? combine6 : combine8; }
 
-constexpr int kMaxPoints = 8;                            // an axis
-constexpr size_t kToomCookTileBytes = size_t{64} << 20;  // one image's transformed input, products
+constexpr int kMaxPoints = 8;  // an axis
 
 // A tile's pixels, products or outputs: one channel vector for each of rows x cols positions.
 struct TilePlanes {
@@ -206,73 +205,42 @@ void separable_transform(const TilePlanes& in, const AxisPass& w, const AxisPass
   }
 }
 
-// The tiles of one image, `rows` x `cols`.
-struct ToomCookTiles {
-  int64_t rows, cols;
-  int64_t count() const { return rows * cols; }
-};
-
-ToomCookTiles tiles_of(const Conv2dDesc& d, const ToomCookTiling& tiling) {
-  const Shape out = d.output();
-  return {(out.h() + tiling.outputs_h - 1) / tiling.outputs_h,
-          (out.w() + tiling.outputs_w - 1) / tiling.outputs_w};
+// The points of a tile: n along H times n along W.
+int64_t points_of(const ToomCookTiling& tiling) {
+  return (tiling.outputs_h + tiling.kernel_h - 1) * (tiling.outputs_w + tiling.kernel_w - 1);
 }
 
-class WinogradToomCookKernel final : public OpKernel {
+WinogradTiles tiles_of(const Conv2dDesc& d, const ToomCookTiling& tiling) {
+  return winograd_tiles(d, tiling.outputs_h, tiling.outputs_w);
+}
+
+// A tile row's slice for the first of two passes (2-D tilings): [n_h][n_w][Ci] of the input's,
+// [n_h][m_w][Co] of the output's.
+size_t temp_bytes(const Conv2dDesc& d, const ToomCookTiling& tiling) {
+  if (tiling.kernel_h == 1 || tiling.kernel_w == 1) return 0;
+  const int64_t nh = tiling.outputs_h + tiling.kernel_h - 1;
+  const int64_t nw = tiling.outputs_w + tiling.kernel_w - 1;
+  return static_cast<size_t>(nh * std::max(nw * d.input.c(), tiling.outputs_w * d.out_channels)) *
+         sizeof(float);
+}
+
+class WinogradToomCookKernel final : public WinogradKernel {
  public:
   WinogradToomCookKernel(const Conv2dDesc& d, DnnlContext& ctx, bool share_weights,
                          const ToomCookTiling& tiling)
-      : d_(d),
-        out_(d.output()),
+      : WinogradKernel(d, ctx, share_weights, tiling.outputs_h, tiling.outputs_w, points_of(tiling),
+                       tiling.packing, temp_bytes(d, tiling)),
         tiling_(tiling),
         th_(axis_transforms(tiling.outputs_h, d.kernel_h)),
-        tw_(axis_transforms(tiling.outputs_w, d.kernel_w)),
-        pads_(tf_pads(d.input.h(), d.input.w(), d.kernel_h, d.kernel_w, 1, 1, d.padding)),
-        tiles_(tiles_of(d, tiling)),
-        zeros_(static_cast<size_t>(std::max(d.input.c(), d.out_channels)), 0.f),
-        products_(th_.n * tw_.n, tiles_.count(), d.input.c(), d.out_channels, tiling.packing, ctx,
-                  share_weights),
-        discard_bytes_(align64(static_cast<size_t>(tiles_.rows * d.out_channels) * sizeof(float))),
-        temp_floats_(th_.n > 1 && tw_.n > 1
-                         ? th_.n * std::max(tw_.n * d.input.c(), tw_.m * d.out_channels)
-                         : 0) {}
+        tw_(axis_transforms(tiling.outputs_w, d.kernel_w)) {}
 
-  size_t workspace_bytes() const override {
-    return products_.workspace_bytes() + discard_bytes_ +
-           static_cast<size_t>(tiles_.rows * temp_floats_) * sizeof(float);
-  }
-  BackwardReads backward_reads() const override { return {false, false}; }
   std::string implementation() const override {
     return std::string("ic:winograd ") + tiling_.name + " " + products_.matmul_name() + " nhwc";
   }
 
-  Status bind(const OpBindings& b) override {
-    IC_RETURN_IF_ERROR(check_bindings("conv2d", b, 1, 1, d_.has_bias ? 2 : 1, 0));
-    if (!b.workspace)
-      return error("conv2d: needs ", workspace_bytes(), " bytes of workspace, got none");
-    x_ = static_cast<const float*>(b.inputs[0]);
-    y_ = static_cast<float*>(b.outputs[0]);
-    weights_ = static_cast<const float*>(b.params[0]);
-    bias_ = d_.has_bias ? static_cast<const float*>(b.params[1]) : zeros_.data();
-    char* after_products = static_cast<char*>(b.workspace) + products_.workspace_bytes();
-    discard_ = reinterpret_cast<float*>(after_products);
-    temp_ = reinterpret_cast<float*>(after_products + discard_bytes_);
-    return products_.bind(b.workspace, weights_);
-  }
-
-  void forward(const StepContext&) override {
-    const int64_t in_image = d_.input.h() * d_.input.w() * d_.input.c();
-    const int64_t out_image = out_.h() * out_.w() * out_.c();
-    products_.forward(
-        d_.input.n(), [&](float* u) { transform_weights(u); },
-        [&](int64_t image) { transform_input(x_ + image * in_image); },
-        [&](int64_t image) { transform_output(y_ + image * out_image); });
-  }
-  void backward(const StepContext&) override {}  // forward only (winograd_toom_cook_conv_applies)
-
  private:
   // u[p][q][ci][co] = sum_(k,l) Gh[p][k] Gw[q][l] w[k][l][ci][co] (w HWIO), in double.
-  void transform_weights(float* u) const {
+  void transform_weights(const float* w, float* u) const override {
     const int64_t in_c = d_.input.c(), out_c = d_.out_channels;
     const int kh = th_.r, kw = tw_.r;
     parallel_for(in_c, 1, [&](int64_t ci) {
@@ -283,107 +251,75 @@ class WinogradToomCookKernel final : public OpKernel {
             for (int k = 0; k < kh; ++k)
               for (int l = 0; l < kw; ++l)
                 sum += th_.g[p * kh + k] * tw_.g[q * kw + l] *
-                       weights_[((k * kw + l) * in_c + ci) * out_c + co];
+                       w[((k * kw + l) * in_c + ci) * out_c + co];
             u[((p * tw_.n + q) * in_c + ci) * out_c + co] = static_cast<float>(sum);
           }
     });
   }
 
-  AxisPass pass_w(const std::vector<float>& matrix, int rows) const {
-    return {matrix.data(), rows, tw_.n > 1 ? combine_for(tw_.n) : nullptr};
+  // The pass along one axis with `matrix` (bt or at of `t`), `rows` rows of it.
+  static AxisPass pass(const AxisTransforms& t, const std::vector<float>& matrix, int rows) {
+    return {matrix.data(), rows, t.n > 1 ? combine_for(t.n) : nullptr};
   }
-  AxisPass pass_h(const std::vector<float>& matrix, int rows) const {
-    return {matrix.data(), rows, th_.n > 1 ? combine_for(th_.n) : nullptr};
-  }
-  // The tile row's own slice of the workspace for the first of two passes, as `planes` planes of
-  // `channels`.
-  void row_temps(int64_t row, int planes, int64_t channels, float* temp[]) const {
-    for (int k = 0; k < planes; ++k) temp[k] = temp_ + row * temp_floats_ + k * channels;
+  // Tile row `row`'s temp slice as `planes` planes of `channels`.
+  void row_temps(int64_t row, int planes, int64_t channels, float* temps[]) const {
+    for (int k = 0; k < planes; ++k) temps[k] = temp(row) + k * channels;
   }
 
-  void transform_input(const float* x) {
-    const int64_t in_h = d_.input.h(), in_w = d_.input.w(), channels = d_.input.c();
-    const int64_t plane = tiles_.count() * channels;
+  void transform_input(const float* x) override {
+    const int64_t channels = d_.input.c();
     const int nh = th_.n, nw = tw_.n;
-    const AxisPass w = pass_w(tw_.bt, nw), h = pass_h(th_.bt, nh);
+    const AxisPass w = pass(tw_, tw_.bt, nw), h = pass(th_, th_.bt, nh);
     parallel_for(tiles_.rows, 1, [&](int64_t row) {
-      float* temp[kMaxPoints * kMaxPoints];
-      row_temps(row, nh * nw, channels, temp);
+      float* temps[kMaxPoints * kMaxPoints];
+      row_temps(row, nh * nw, channels, temps);
       for (int64_t col = 0; col < tiles_.cols; ++col) {
         const float* pixels[kMaxPoints * kMaxPoints];
         float* v[kMaxPoints * kMaxPoints];
         const int64_t tile = row * tiles_.cols + col;
         for (int a = 0; a < nh; ++a)
           for (int b = 0; b < nw; ++b) {
-            const int64_t ih = row * th_.m - pads_.top + a, iw = col * tw_.m - pads_.left + b;
-            const bool inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w;
-            pixels[a * nw + b] = inside ? x + (ih * in_w + iw) * channels : zeros_.data();
-            v[a * nw + b] = products_.v() + (a * nw + b) * plane + tile * channels;
+            pixels[a * nw + b] =
+                input_pixel(x, row * th_.m - pads_.top + a, col * tw_.m - pads_.left + b);
+            v[a * nw + b] = plane(products_.v(), a * nw + b, tile, channels);
           }
-        separable_transform({nh, nw, pixels}, w, h, zeros_.data(), zeros_.data(),
-                            -std::numeric_limits<float>::infinity(), channels, temp, v);
+        separable_transform({nh, nw, pixels}, w, h, zeros(), zeros(),
+                            -std::numeric_limits<float>::infinity(), channels, temps, v);
       }
     });
   }
 
-  void transform_output(float* y) {
+  void transform_output(float* y) override {
     const int64_t channels = d_.out_channels;
-    const int64_t plane = tiles_.count() * channels;
     const int nh = th_.n, nw = tw_.n, mh = th_.m, mw = tw_.m;
-    const float floor = d_.fused_relu ? 0.f : -std::numeric_limits<float>::infinity();
-    const AxisPass w = pass_w(tw_.at, mw), h = pass_h(th_.at, mh);
+    const AxisPass w = pass(tw_, tw_.at, mw), h = pass(th_, th_.at, mh);
     parallel_for(tiles_.rows, 1, [&](int64_t row) {
-      // Where a tile's last outputs fall past the output (sizes not a multiple of the tile's):
-      // the row's own slice of the workspace, so that threads never share it.
-      float* discard = discard_ + row * channels;
-      float* temp[kMaxPoints * kMaxPoints];
-      row_temps(row, nh * mw, channels, temp);
+      float* temps[kMaxPoints * kMaxPoints];
+      row_temps(row, nh * mw, channels, temps);
       for (int64_t col = 0; col < tiles_.cols; ++col) {
         const float* m[kMaxPoints * kMaxPoints];
         float* out[kMaxPoints * kMaxPoints];
         const int64_t tile = row * tiles_.cols + col;
-        for (int k = 0; k < nh * nw; ++k) m[k] = products_.m() + k * plane + tile * channels;
+        for (int k = 0; k < nh * nw; ++k) m[k] = plane(products_.m(), k, tile, channels);
         for (int i = 0; i < mh; ++i)
-          for (int j = 0; j < mw; ++j) {
-            const int64_t oh = row * mh + i, ow = col * mw + j;
-            out[i * mw + j] =
-                oh < out_.h() && ow < out_.w() ? y + (oh * out_.w() + ow) * channels : discard;
-          }
-        separable_transform({nh, nw, m}, w, h, bias_, zeros_.data(), floor, channels, temp, out);
+          for (int j = 0; j < mw; ++j)
+            out[i * mw + j] = output_pixel(y, row * mh + i, col * mw + j, row);
+        separable_transform({nh, nw, m}, w, h, bias(), zeros(), relu_floor(), channels, temps, out);
       }
     });
   }
 
-  Conv2dDesc d_;
-  Shape out_;
   const ToomCookTiling& tiling_;
-  AxisTransforms th_, tw_;  // along H and along W
-  Pads pads_;
-  ToomCookTiles tiles_;
-  std::vector<float> zeros_;  // the padding's input pixels, and the bias where there is none
-  WinogradProducts products_;
-  size_t discard_bytes_;
-  int64_t temp_floats_;  // a tile row's slice for the first of two passes (2-D tilings)
-  const float* x_ = nullptr;
-  float* y_ = nullptr;
-  const float* weights_ = nullptr;
-  const float* bias_ = nullptr;
-  float* discard_ = nullptr;  // [tile rows][Co]: outputs past the edge
-  float* temp_ = nullptr;     // [tile rows][temp_floats_]
+  const AxisTransforms th_, tw_;  // along H and along W
 };
 
 }  // namespace
 
 bool winograd_toom_cook_conv_applies(const Conv2dDesc& d) {
   const ToomCookTiling* tiling = tiling_of(d);
-  if (!tiling || d.training || d.int8 || d.fused_depthwise || d.fused_activation || d.groups != 1 ||
-      d.activations != DType::f32 || !d.constant_weights || d.stride_h != 1 || d.stride_w != 1)
-    return false;
-  const int points = (tiling->outputs_h + d.kernel_h - 1) * (tiling->outputs_w + d.kernel_w - 1);
-  const int64_t tiles = tiles_of(d, *tiling).count();
-  const size_t bytes =
-      static_cast<size_t>(points * tiles * (d.input.c() + d.out_channels)) * sizeof(float);
-  return tiles >= tiling->min_tiles && bytes <= kToomCookTileBytes;
+  if (!tiling) return false;
+  const WinogradTiles tiles = tiles_of(d, *tiling);
+  return tiles.count() >= tiling->min_tiles && winograd_takes(d, points_of(*tiling), tiles);
 }
 
 std::unique_ptr<OpKernel> make_winograd_toom_cook_conv(const Conv2dDesc& d, DnnlContext& ctx,

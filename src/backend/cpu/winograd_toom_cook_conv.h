@@ -6,7 +6,7 @@
 //   - 3x3 by F(4x4,3x3), F(4,3) along both axes: 36 products for 144 (4x fewer), where
 //     winograd_conv.h's F(2x2,3x3) does 16 for 36.
 // A tile's transforms are separable, y = A_h^T [ sum_ci (B_h^T x B_w) .* (G_h w G_w^T) ] A_w,
-// and the products are winograd_products.h's batched matmul.
+// and the products are winograd_kernel.h's batched matmul.
 //
 // Why: at batch 1 on a 2-core AVX2 CPU (AMD EPYC Zen 2), Inception v3's 1x7 and 7x1 layers took
 // 30% of the network's time at 148 GFLOP/s, near the cores' FMA peak: only fewer multiplies
