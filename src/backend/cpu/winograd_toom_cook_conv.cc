@@ -261,8 +261,10 @@ class WinogradToomCookKernel final : public WinogradKernel {
   static AxisPass pass(const AxisTransforms& t, const std::vector<float>& matrix, int rows) {
     return {matrix.data(), rows, t.n > 1 ? combine_for(t.n) : nullptr};
   }
-  // Tile row `row`'s temp slice as `planes` planes of `channels`.
+  // Tile row `row`'s temp slice as `planes` planes of `channels`; none for a 1-D tiling, whose
+  // one pass needs no temp (and has no slice).
   void row_temps(int64_t row, int planes, int64_t channels, float* temps[]) const {
+    if (th_.n == 1 || tw_.n == 1) return;
     for (int k = 0; k < planes; ++k) temps[k] = temp(row) + k * channels;
   }
 
