@@ -253,13 +253,14 @@ int main(int argc, char** argv) {
                  "after their 1x1 convolution, %d depthwise convolutions fused into the pointwise "
                  "one before, %d values in bf16 (%d casts, %d convolutions "
                  "timed faster in f32), %d int8 "
-                 "convolutions writing u8, %d pools and %d concatenations on u8 (%d "
+                 "convolutions writing u8, %d int8 layers timed faster in f32, %d pools and %d "
+                 "concatenations on u8 (%d "
                  "requantized); batch %d runs %s; the graph of %lld: %s\n",
                  stats.folded_batch_norm, stats.fused_conv_relu, stats.fused_conv_activation,
                  stats.pools_after_conv, stats.fused_depthwise, stats.bf16_activations, stats.casts,
-                 stats.float32_convolutions, stats.int8_outputs, stats.u8_pools, stats.u8_concats,
-                 stats.requantized, a.batch, how.c_str(), static_cast<long long>(slice),
-                 runner->compiled_graph(slice).summary().c_str());
+                 stats.float32_convolutions, stats.int8_outputs, stats.int8_layers_in_float32,
+                 stats.u8_pools, stats.u8_concats, stats.requantized, a.batch, how.c_str(),
+                 static_cast<long long>(slice), runner->compiled_graph(slice).summary().c_str());
     precision_note += " batch_runs=" + how;
     executed = runner->graph(a.batch);
     logits.resize(static_cast<size_t>(a.batch * options->num_classes));

@@ -119,6 +119,13 @@ class Backend {
   // Whether compile() takes `d`, a pointwise convolution with a depthwise one fused after it
   // (Conv2dDesc::fused_depthwise); the inference graph fuses only where this says yes.
   virtual bool fuses_depthwise(const Conv2dDesc&) { return false; }
+  // Whether `d`, a forward-only int8 convolution (Conv2dDesc::int8 set, float32 output), is
+  // worth its int8. A backend that chooses implementations by timing may find the float32
+  // convolution it replaces faster and say no here (timing both now if it has not): on a CPU
+  // without VNNI a u8 x s8 pair instruction does no more multiply-adds a cycle than float32's
+  // FMAs, and float32 has Winograd. The inference graph then leaves that layer in float32
+  // (graph/quantize_pass.h). Elsewhere: yes.
+  virtual Result<bool> int8_conv_pays(const Conv2dDesc&) { return true; }
 
   // Memory -----------------------------------------------------------------------------
   virtual Result<DeviceBuffer> allocate(size_t bytes) = 0;  // 64-byte aligned at least

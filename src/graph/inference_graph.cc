@@ -67,7 +67,8 @@ Result<InferenceGraph> prepare_inference_graph(const Graph& graph, const ParamSo
   inference = remove_unused_params(std::move(inference));
   mark_forward_only(inference.graph, options);
   if (options.int8) {
-    IC_ASSIGN_OR_RETURN(inference, quantize_layers(std::move(inference), *options.int8));
+    IC_ASSIGN_OR_RETURN(inference,
+                        quantize_layers(std::move(inference), *options.int8, options.int8_pays));
     if (options.int8_outputs) {
       inference = pools_and_concats_in_u8(std::move(inference));
       inference = write_int8_outputs(std::move(inference));

@@ -50,6 +50,9 @@ struct InferenceGraphOptions {
   ConvComputeType conv_compute_type;
   // Set: the layers it names run in int8 (graph/quantize_pass.h), after folding.
   std::optional<QuantizationTable> int8;
+  // With int8: where set, a convolution of the table this turns down (the backend timed its
+  // float32 plan faster: Backend::int8_conv_pays) stays float32. Unset: every layer named is int8.
+  Int8Pays int8_pays;
   // Between int8 layers, pools and concatenations move u8 (pools_and_concats_in_u8), and int8
   // convolutions that only int8 layers read write u8 themselves (write_int8_outputs: the same
   // bytes); false keeps a Quantize node before every int8 layer, for comparisons.

@@ -29,9 +29,10 @@ struct InferencePassStats {
   int casts = 0;                     // Cast nodes where values enter or leave bf16
   int float32_convolutions = 0;      // of a bf16 graph, those timed faster in f32 (kept f32)
   int int8_outputs = 0;  // int8 convolutions writing u8 (graph/quantize_pass.h), no Quantize
-  int u8_pools = 0;      // pools on u8 between int8 layers (graph/u8_dataflow_pass.h)
-  int u8_concats = 0;    // concatenations of u8
-  int requantized = 0;   // u8 values moved to another scale for a u8 concatenation
+  int int8_layers_in_float32 = 0;  // of an int8 graph, convolutions timed faster in f32 (kept)
+  int u8_pools = 0;                // pools on u8 between int8 layers (graph/u8_dataflow_pass.h)
+  int u8_concats = 0;              // concatenations of u8
+  int requantized = 0;             // u8 values moved to another scale for a u8 concatenation
 };
 
 struct InferenceGraph {

@@ -49,7 +49,8 @@ std::vector<float> per_channel_weight_scales(const std::vector<float>& weights, 
   return largest;
 }
 
-Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTable& table) {
+Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTable& table,
+                                       const Int8Pays& pays) {
   if (in.graph.training) return error("quantize_layers needs an inference graph");
   std::set<std::string> found;
   Graph& graph = in.graph;
@@ -74,8 +75,20 @@ Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTabl
       return invalid_argument("int8 layer ", node.name, ": input scale ", layer.input_scale,
                               " is not positive and finite");
     const std::vector<float>& weights = in.values.at(static_cast<size_t>(node.params.at(0)));
-    if (auto* conv = std::get_if<Conv2dDesc>(&node.desc)) conv->constant_weights = true;
     *slot = Int8Conv{layer.input_scale, per_channel_weight_scales(weights, channels)};
+    if (auto* conv = std::get_if<Conv2dDesc>(&node.desc)) {
+      conv->constant_weights = true;
+      if (pays) {
+        Result<bool> worth_it = pays(*conv);
+        if (!worth_it.ok()) return worth_it.status().with_context("int8 layer " + node.name);
+        if (!*worth_it) {
+          slot->reset();
+          ++in.stats.int8_layers_in_float32;
+          nodes.push_back(std::move(node));
+          continue;
+        }
+      }
+    }
 
     const ValueId x = node.inputs.at(0);
     const auto key = std::make_pair(x, scale_key(layer.input_scale));

@@ -4,12 +4,15 @@
 // calibrated scale), shared by every quantized layer that reads it; the layers write f32, so
 // pooling, concatenation and the layers left in f32 see what they always saw.
 //
-// Which layers: a layer is quantized when the table has its node name. Calibration
+// Which layers: a layer is quantized when the table has its node name, and where an Int8Pays
+// is given, it says the convolution's int8 is worth it (Backend::int8_conv_pays: on a CPU
+// without VNNI, layers whose float32 plan is Winograd time faster in float32). Calibration
 // (runtime/calibration.h) leaves out the layers whose input can be negative (the first
 // convolution reads the images, in [-1, 1]): activations are u8.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,6 +41,9 @@ struct QuantizationTable {
   std::string calibration_data;                     // the files they came from
 };
 
+// Whether a convolution with its int8 fields set should run in int8 (Backend::int8_conv_pays).
+using Int8Pays = std::function<Result<bool>(const Conv2dDesc&)>;
+
 // The int8 fields of a convolution or dense node (Int8Conv, set when it is int8); nullptr for
 // other ops.
 std::optional<Int8Conv>* int8_fields(Node& node);
@@ -51,10 +57,12 @@ uint32_t scale_key(float scale);
 std::vector<float> per_channel_weight_scales(const std::vector<float>& weights, int64_t channels);
 
 // The layers of `in` named in `table` made int8 (weight scales: per_channel_weight_scales of
-// their weights in `in`), with a Quantize node before each value they read. Fails naming the
-// layer when an entry does not fit (an input scale that is not positive and finite, a name
-// that is not a convolution or dense layer of the graph).
-Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTable& table);
+// their weights in `in`), with a Quantize node before each value they read; with `pays`, the
+// convolutions it turns down stay float32 (stats.int8_layers_in_float32 counts them). Fails
+// naming the layer when an entry does not fit (an input scale that is not positive and finite,
+// a name that is not a convolution or dense layer of the graph), or when `pays` fails.
+Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTable& table,
+                                       const Int8Pays& pays = {});
 
 // After quantize_layers: an int8 convolution whose f32 output nothing but one Quantize node
 // reads (and the caller does not) writes that node's u8 value itself, at its scale

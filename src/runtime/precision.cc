@@ -28,12 +28,17 @@ Result<InferenceGraphOptions> graph_options_for(const InferenceModel& model,
     };
   base.fuses_depthwise = [&backend](const Conv2dDesc& d) { return backend.fuses_depthwise(d); };
   base.int8.reset();
+  base.int8_pays = nullptr;
   if (precision == InferencePrecision::int8) {
     if (!model.int8)
       return invalid_argument(model.checkpoint,
                               " is not an int8 export: --precision=int8 runs what "
                               "`export_model --format=int8` writes (it calibrates the scales)");
     base.int8 = *model.int8;
+    // A layer whose float32 plan times faster stays float32 (on a CPU without VNNI, the
+    // Winograd ones).
+    if (base.time_algorithms)
+      base.int8_pays = [&backend](const Conv2dDesc& d) { return backend.int8_conv_pays(d); };
   }
   return base;
 }

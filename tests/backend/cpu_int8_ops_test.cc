@@ -372,6 +372,38 @@ TEST(CpuInt8Conv, ReportsOneDnnImplementationAndRebindsNewWeights) {
   }
 }
 
+// Backend::int8_conv_pays: yes without timing; timed, one answer per layer whatever the batch
+// (the first batch size asked settles it, so that an image gets the same arithmetic in any
+// batch); only int8 convolutions with float32 output are asked about.
+TEST(CpuInt8Conv, WhetherInt8PaysIsSettledPerLayer) {
+  auto backend = cpu_backend();
+  const Int8ConvCase c{{4, 17, 17, 32}, 48, 3, 3, 1, Padding::same};
+  Conv2dDesc d = int8_conv(c, arbitrary_scales(c.filters, 7), true, true);
+  Result<bool> untimed = backend->int8_conv_pays(d);
+  ASSERT_TRUE(untimed.ok()) << untimed.status().message();
+  EXPECT_TRUE(*untimed);
+  if (!compile_timing_allowed()) GTEST_SKIP() << "IC_CONV_TIMING=0: timing is off";
+  d.time_algorithms = true;
+  const Result<bool> at_4 = backend->int8_conv_pays(d);
+  ASSERT_TRUE(at_4.ok()) << at_4.status().message();
+  for (int64_t batch : {1, 4, 2}) {
+    Conv2dDesc other = d;
+    other.input[0] = batch;
+    const Result<bool> again = backend->int8_conv_pays(other);
+    ASSERT_TRUE(again.ok()) << again.status().message();
+    EXPECT_EQ(*again, *at_4) << "batch " << batch;
+  }
+  std::printf("int8 %s on this CPU for %s\n", *at_4 ? "pays" : "does not pay",
+              int8_conv_name(d).c_str());
+
+  Conv2dDesc float32 = d;
+  float32.int8.reset();
+  EXPECT_FALSE(backend->int8_conv_pays(float32).ok());
+  Conv2dDesc u8_output = d;
+  u8_output.int8->output_scale = 0.1f;
+  EXPECT_FALSE(backend->int8_conv_pays(u8_output).ok());
+}
+
 TEST(CpuInt8Conv, RefusesTrainingAndBadScales) {
   auto backend = cpu_backend();
   const Int8ConvCase c{{1, 6, 6, 8}, 4, 3, 3, 1, Padding::same};

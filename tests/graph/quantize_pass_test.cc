@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "graph/graph.h"
 #include "graph/inference_graph.h"
 #include "inference_test_util.h"
@@ -84,6 +86,44 @@ TEST(QuantizePass, TwoLayersReadingOneValueAtOneScaleShareTheQuantize) {
   q = quantize_layers(in, table);
   ASSERT_TRUE(q.ok()) << q.status().message();
   EXPECT_EQ(count_ops(q->graph, "quantize"), 2);
+}
+
+TEST(QuantizePass, ConvolutionsTheBackendTurnsDownStayFloat32) {
+  const InferenceGraph in = folded_small_graph();
+  QuantizationTable table;
+  table.layers["Net/Mixed/Branch_0/Conv2d_0a_1x1"] = {0.05f, {}};
+  table.layers["Net/Mixed/Branch_1/Conv2d_0b_1x1"] = {0.05f, {}};
+  table.layers["Net/Logits/Conv2d_1c_1x1"] = {0.02f, {}};
+  int asked = 0;
+  const Int8Pays pays = [&](const Conv2dDesc& d) -> Result<bool> {
+    // It is asked with the int8 fields the layer would run with.
+    EXPECT_TRUE(d.int8.has_value());
+    EXPECT_FALSE(d.int8 && d.int8->output_scale);
+    ++asked;
+    return d.int8 && d.int8->input_scale != 0.02f;  // the logits layer stays float32
+  };
+  Result<InferenceGraph> q = quantize_layers(in, table, pays);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(asked, 3);
+  EXPECT_EQ(q->stats.int8_layers_in_float32, 1);
+  EXPECT_EQ(count_ops(q->graph, "quantize"), 2);
+  for (const Node& node : q->graph.nodes) {
+    const auto* conv = std::get_if<Conv2dDesc>(&node.desc);
+    if (conv == nullptr) continue;
+    const bool int8 = node.name == "Net/Mixed/Branch_0/Conv2d_0a_1x1" ||
+                      node.name == "Net/Mixed/Branch_1/Conv2d_0b_1x1";
+    EXPECT_EQ(conv->int8.has_value(), int8) << node.name;
+    const ValueInfo& x = q->graph.values[static_cast<size_t>(node.inputs[0])];
+    EXPECT_EQ(x.dtype, int8 ? DType::u8 : DType::f32) << node.name;
+  }
+
+  // A backend that cannot answer fails the pass, naming the layer.
+  const Int8Pays broken = [](const Conv2dDesc&) -> Result<bool> { return error("no timing"); };
+  q = quantize_layers(in, table, broken);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("int8 layer Net/"), std::string::npos)
+      << q.status().message();
+  EXPECT_NE(q.status().message().find("no timing"), std::string::npos);
 }
 
 TEST(QuantizePass, EntriesThatDoNotFitAreErrorsNamingTheLayer) {

@@ -227,6 +227,66 @@ TEST_F(Int8Test, U8BetweenLayersStaysCloseToTheQuantizeNodes) {
   EXPECT_LT(worst, 0.05f * scale) << "worst " << worst << " of " << scale;
 }
 
+// Layers the backend turns down (Backend::int8_conv_pays; here those wider than 1x1, as the
+// Winograd ones are on a CPU without VNNI) stay float32 among the int8 ones, and the graph
+// around them still answers close to float32.
+TEST_F(Int8Test, LayersKeptInFloat32AnswerAmongInt8Ones) {
+  InferenceModel model = *model_;
+  model.int8 = calibrated();
+  const std::vector<int64_t> sizes = {2};
+  InferenceGraphOptions options =
+      graph_options_for(model, InferencePrecision::int8, *backend_).value();
+  options.time_algorithms = false;
+  int accepted = 0, refused = 0;
+  options.int8_pays = [&](const Conv2dDesc& d) -> Result<bool> {
+    const bool pointwise = d.kernel_h == 1 && d.kernel_w == 1;
+    ++(pointwise ? accepted : refused);
+    return pointwise;
+  };
+  auto mixed = InferenceRunner::create(*backend_, model, sizes, options);
+  ASSERT_TRUE(mixed.ok()) << mixed.status().message();
+  EXPECT_GT(accepted, 20);
+  EXPECT_GT(refused, 20);
+  EXPECT_EQ((*mixed)->pass_stats().int8_layers_in_float32, refused);
+  int int8_convolutions = 0;
+  for (const Node& node : (*mixed)->graph(2).nodes)
+    if (const auto* conv = std::get_if<Conv2dDesc>(&node.desc); conv && conv->int8) {
+      ++int8_convolutions;
+      EXPECT_EQ(conv->kernel_h * conv->kernel_w, 1) << node.name;
+    }
+  EXPECT_EQ(int8_convolutions, accepted);
+
+  auto f32 = InferenceRunner::create(*backend_, model, sizes).value();
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> pixel(-1.f, 1.f);
+  std::vector<float> images(static_cast<size_t>(2 * f32->image_floats()));
+  for (float& v : images) v = pixel(rng);
+  std::vector<float> want(static_cast<size_t>(2 * f32->num_classes())), got(want.size());
+  f32->run(2, images.data(), want.data());
+  (*mixed)->run(2, images.data(), got.data());
+  float scale = 0, worst = 0;
+  for (float v : want) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  EXPECT_LT(worst, 0.1f * scale) << "worst " << worst << " of " << scale;
+  EXPECT_GT(worst, 0.f) << "no layer computed in int8";
+}
+
+// Timed graphs ask the backend which int8 layers pay; untimed ones run every layer named.
+TEST_F(Int8Test, OnlyTimedGraphsAskWhetherInt8Pays) {
+  InferenceModel model = *model_;
+  model.int8 = calibrated();
+  EXPECT_TRUE(graph_options_for(model, InferencePrecision::int8, *backend_).value().int8_pays);
+  InferenceGraphOptions untimed;
+  untimed.time_algorithms = false;
+  EXPECT_FALSE(
+      graph_options_for(model, InferencePrecision::int8, *backend_, untimed).value().int8_pays);
+  InferenceGraphOptions float32 =
+      graph_options_for(model, InferencePrecision::int8, *backend_).value();
+  float32 = graph_options_for(model, InferencePrecision::float32, *backend_, float32).value();
+  EXPECT_FALSE(float32.int8_pays);
+  EXPECT_FALSE(float32.int8);
+}
+
 TEST_F(Int8Test, Int8NeedsAnInt8Export) {
   Result<InferenceGraphOptions> options =
       graph_options_for(*model_, InferencePrecision::int8, *backend_);

@@ -13,7 +13,9 @@
 //     of the same shape reuse the answer.
 //
 // A pointwise convolution with a fused depthwise one (Conv2dDesc::fused_depthwise) has one plan,
-// and Backend::fuses_depthwise times it against the two convolutions apart.
+// and Backend::fuses_depthwise times it against the two convolutions apart. An int8 convolution
+// has one kernel (int8_kernels.cc), and Backend::int8_conv_pays times it against the float32
+// layer's plans.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -164,6 +166,9 @@ struct PlanCache {
   // order, so a layer that took one at one batch size and another at another would give an
   // image other roundings in a batch run as slices (InferenceRunner) than alone.
   std::map<std::string, Kernel> kernel;
+  // By layer_key of the float32 layer: whether its int8 kernel times no slower, settled at the
+  // first batch size timed for the same reason as its compute type.
+  std::map<std::string, bool> int8_pays;
 };
 
 // The compute types to time for `d`. A bf16 convolution is also tried in float32 on its
@@ -289,6 +294,31 @@ Result<DType> timed_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {
   return bf16 ? DType::bf16 : DType::f32;
 }
 
+// Backend::int8_conv_pays for a timed int8 convolution: its kernel against the fastest
+// float32 plan of the layer (charged kProductMargin where that is one of our products, as in
+// fastest_plan). The Quantize nodes an int8 layer may add at its input are not charged: between
+// int8 layers the convolution before writes u8 itself. Settled per layer at the first batch
+// size asked; on a tie the layer stays int8, what the user asked for.
+Result<bool> timed_int8_pays(const Conv2dDesc& d, DnnlContext& ctx) {
+  Conv2dDesc wide = d;
+  wide.int8.reset();
+  const std::string layer = layer_key(wide);
+  PlanCache& cache = plan_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (auto settled = cache.int8_pays.find(layer); settled != cache.int8_pays.end())
+    return settled->second;
+  IC_ASSIGN_OR_RETURN(const std::unique_ptr<OpKernel> int8, make_int8_conv2d(d, ctx));
+  const double int8_seconds = time_forward(*int8, d, ctx);
+  IC_ASSIGN_OR_RETURN(const TimedPlan in_f32,
+                      fastest_plan(wide, ctx, {dt::f32}, settled_kernel(cache, layer)));
+  cache.plans.emplace(plan_key(wide), in_f32.plan);
+  cache.compute.emplace(layer, dt::f32);
+  cache.kernel.emplace(layer, in_f32.plan.kernel);
+  const bool pays = int8_seconds <= in_f32.seconds;
+  cache.int8_pays.emplace(layer, pays);
+  return pays;
+}
+
 Status check_conv_desc(const Conv2dDesc& d) {
   if (d.input.rank() != 4 || d.out_channels <= 0 || d.kernel_h <= 0 || d.kernel_w <= 0 ||
       d.stride_h <= 0 || d.stride_w <= 0 || d.groups <= 0 || d.input.c() % d.groups != 0 ||
@@ -389,6 +419,14 @@ Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& 
   } catch (const dnnl::error& e) {
     return error("conv2d: building the timed plan for input ", d.input.str(), ": ", e.what());
   }
+}
+
+Result<bool> int8_conv_pays(const Conv2dDesc& d, DnnlContext& ctx) {
+  IC_RETURN_IF_ERROR(check_conv_desc(d));
+  if (!d.int8 || d.int8->output_scale)
+    return error("conv2d: int8_conv_pays takes an int8 convolution with float32 output");
+  if (!conv_timing_enabled(d)) return true;
+  return timed_int8_pays(d, ctx);
 }
 
 Result<DType> conv_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {

@@ -92,6 +92,14 @@ class CpuBackend final : public Backend {
     }
   }
 
+  Result<bool> int8_conv_pays(const Conv2dDesc& d) override {
+    try {
+      return cpu::int8_conv_pays(d, dnnl_);
+    } catch (const dnnl::error& e) {
+      return error("cpu: oneDNN cannot build conv2d: ", e.what());
+    }
+  }
+
   bool fuses_depthwise(const Conv2dDesc& d) override {
     try {
       return cpu::fuses_depthwise(d, dnnl_);

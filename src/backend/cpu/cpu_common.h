@@ -266,6 +266,9 @@ Result<std::unique_ptr<OpKernel>> make_conv2d(const Conv2dDesc& d, DnnlContext& 
 // The type make_conv2d's kernel for `d` computes in (Backend::conv_compute_type): timed where
 // the kernel would be.
 Result<DType> conv_compute_type(const Conv2dDesc& d, DnnlContext& ctx);
+// Whether make_conv2d's int8 kernel for `d` (d.int8 set) times no slower than the float32
+// convolution it replaces (Backend::int8_conv_pays): timed where the kernel would be.
+Result<bool> int8_conv_pays(const Conv2dDesc& d, DnnlContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_batch_norm(const BatchNormDesc& d, DnnlContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_pool2d(const Pool2dDesc& d, DnnlContext& ctx);
 Result<std::unique_ptr<OpKernel>> make_dense(const DenseDesc& d, DnnlContext& ctx);
