@@ -26,6 +26,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Two runners' logits on the same two random images (pixels in [-1, 1]).
+struct LogitGap {
+  float worst = 0;  // max |a - b|
+  float scale = 0;  // max |a|
+};
+LogitGap logit_gap(InferenceRunner& a, InferenceRunner& b, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> pixel(-1.f, 1.f);
+  std::vector<float> images(static_cast<size_t>(2 * a.image_floats()));
+  for (float& v : images) v = pixel(rng);
+  std::vector<float> want(static_cast<size_t>(2 * a.num_classes())), got(want.size());
+  a.run(2, images.data(), want.data());
+  b.run(2, images.data(), got.data());
+  LogitGap gap;
+  for (float v : want) gap.scale = std::max(gap.scale, std::fabs(v));
+  for (size_t i = 0; i < got.size(); ++i)
+    gap.worst = std::max(gap.worst, std::fabs(got[i] - want[i]));
+  return gap;
+}
+
 class Int8Test : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -176,16 +196,7 @@ TEST_F(Int8Test, Int8RunnerAnswersCloseToFloat32) {
       *backend_, model, sizes,
       graph_options_for(model, InferencePrecision::int8, *backend_).value());
   ASSERT_TRUE(int8.ok()) << int8.status().message();
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> pixel(-1.f, 1.f);
-  std::vector<float> images(static_cast<size_t>(2 * f32->image_floats()));
-  for (float& v : images) v = pixel(rng);
-  std::vector<float> want(static_cast<size_t>(2 * f32->num_classes())), got(want.size());
-  f32->run(2, images.data(), want.data());
-  (*int8)->run(2, images.data(), got.data());
-  float scale = 0, worst = 0;
-  for (float v : want) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  const auto [worst, scale] = logit_gap(*f32, **int8, 3);
   // 94 layers of 7-bit activations and 8-bit weights on random weights: a few percent.
   EXPECT_LT(worst, 0.1f * scale) << "worst " << worst << " of " << scale;
   EXPECT_GT(worst, 0.f) << "the int8 graph computed exactly float32's logits: not quantized?";
@@ -214,16 +225,7 @@ TEST_F(Int8Test, U8BetweenLayersStaysCloseToTheQuantizeNodes) {
   EXPECT_GE(stats.u8_pools, 10) << "the stem's max pools and the blocks' pools run on u8";
   EXPECT_EQ((*with_quantize)->pass_stats().int8_outputs, 0);
   EXPECT_EQ((*with_quantize)->pass_stats().u8_concats, 0);
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> pixel(-1.f, 1.f);
-  std::vector<float> images(static_cast<size_t>(2 * (*with_u8)->image_floats()));
-  for (float& v : images) v = pixel(rng);
-  std::vector<float> want(static_cast<size_t>(2 * (*with_u8)->num_classes())), got(want.size());
-  (*with_quantize)->run(2, images.data(), want.data());
-  (*with_u8)->run(2, images.data(), got.data());
-  float scale = 0, worst = 0;
-  for (float v : want) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  const auto [worst, scale] = logit_gap(**with_quantize, **with_u8, 5);
   EXPECT_LT(worst, 0.05f * scale) << "worst " << worst << " of " << scale;
 }
 
@@ -257,16 +259,7 @@ TEST_F(Int8Test, LayersKeptInFloat32AnswerAmongInt8Ones) {
   EXPECT_EQ(int8_convolutions, accepted);
 
   auto f32 = InferenceRunner::create(*backend_, model, sizes).value();
-  std::mt19937 rng(9);
-  std::uniform_real_distribution<float> pixel(-1.f, 1.f);
-  std::vector<float> images(static_cast<size_t>(2 * f32->image_floats()));
-  for (float& v : images) v = pixel(rng);
-  std::vector<float> want(static_cast<size_t>(2 * f32->num_classes())), got(want.size());
-  f32->run(2, images.data(), want.data());
-  (*mixed)->run(2, images.data(), got.data());
-  float scale = 0, worst = 0;
-  for (float v : want) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  const auto [worst, scale] = logit_gap(*f32, **mixed, 9);
   EXPECT_LT(worst, 0.1f * scale) << "worst " << worst << " of " << scale;
   EXPECT_GT(worst, 0.f) << "no layer computed in int8";
 }
