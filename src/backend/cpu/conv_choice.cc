@@ -254,6 +254,19 @@ Result<ConvPlan> timed_plan(const Conv2dDesc& d, DnnlContext& ctx) {
   return best.plan;
 }
 
+// The fastest float32 plan of `wide` (float32 activations), timed now and recorded as the
+// layer's plan, compute type and kind of kernel: what the layer runs where float32 wins a
+// comparison against bf16 or int8. The cache's lock is held.
+Result<TimedPlan> fastest_float32_plan(const Conv2dDesc& wide, DnnlContext& ctx, PlanCache& cache) {
+  const std::string layer = layer_key(wide);
+  IC_ASSIGN_OR_RETURN(const TimedPlan best,
+                      fastest_plan(wide, ctx, {dt::f32}, settled_kernel(cache, layer)));
+  cache.plans.emplace(plan_key(wide), best.plan);
+  cache.compute.emplace(layer, dt::f32);
+  cache.kernel.emplace(layer, best.plan.kernel);
+  return best;
+}
+
 // Backend::conv_compute_type for a timed bf16 convolution on bf16 activations: its fastest bf16
 // plan against the fastest float32 one on float32 activations (what the graph runs if float32
 // wins: no conversions on the way in and out). Settled per layer as timed_plan's choice is, at
@@ -273,12 +286,7 @@ Result<DType> timed_compute_type(const Conv2dDesc& d, DnnlContext& ctx) {
   } else {
     IC_ASSIGN_OR_RETURN(in_bf16, fastest_plan(d, ctx, {dt::bf16}, Kernel::onednn));
   }
-  const std::string wide_layer = layer_key(wide);
-  IC_ASSIGN_OR_RETURN(const TimedPlan in_f32,
-                      fastest_plan(wide, ctx, {dt::f32}, settled_kernel(cache, wide_layer)));
-  cache.plans.emplace(plan_key(wide), in_f32.plan);
-  cache.compute.emplace(wide_layer, dt::f32);
-  cache.kernel.emplace(wide_layer, in_f32.plan.kernel);
+  IC_ASSIGN_OR_RETURN(const TimedPlan in_f32, fastest_float32_plan(wide, ctx, cache));
   // Where bf16 multiply-adds outpace float32's (AMX), most layers stay bf16, so a layer kept
   // in float32 is most likely an island: the Casts of its input and its output are part of its
   // cost. They are timed, not assumed: on a 2-core AMX Xeon MobileNet v2's depthwise layers
@@ -309,11 +317,7 @@ Result<bool> timed_int8_pays(const Conv2dDesc& d, DnnlContext& ctx) {
     return settled->second;
   IC_ASSIGN_OR_RETURN(const std::unique_ptr<OpKernel> int8, make_int8_conv2d(d, ctx));
   const double int8_seconds = time_forward(*int8, d, ctx);
-  IC_ASSIGN_OR_RETURN(const TimedPlan in_f32,
-                      fastest_plan(wide, ctx, {dt::f32}, settled_kernel(cache, layer)));
-  cache.plans.emplace(plan_key(wide), in_f32.plan);
-  cache.compute.emplace(layer, dt::f32);
-  cache.kernel.emplace(layer, in_f32.plan.kernel);
+  IC_ASSIGN_OR_RETURN(const TimedPlan in_f32, fastest_float32_plan(wide, ctx, cache));
   const bool pays = int8_seconds <= in_f32.seconds;
   cache.int8_pays.emplace(layer, pays);
   return pays;
