@@ -27,6 +27,16 @@ std::optional<Int8Conv>* int8_slot(Node& node, int64_t* channels) {
   return nullptr;
 }
 
+// Whether `node`, its int8 fields set, stays int8: a convolution asks `pays` where it is given
+// (dense layers always stay).
+Result<bool> stays_int8(const Node& node, const Int8Pays& pays) {
+  const auto* conv = std::get_if<Conv2dDesc>(&node.desc);
+  if (conv == nullptr || !pays) return true;
+  Result<bool> worth_it = pays(*conv);
+  if (!worth_it.ok()) return worth_it.status().with_context("int8 layer " + node.name);
+  return worth_it;
+}
+
 }  // namespace
 
 std::optional<Int8Conv>* int8_fields(Node& node) {
@@ -75,19 +85,14 @@ Result<InferenceGraph> quantize_layers(InferenceGraph in, const QuantizationTabl
       return invalid_argument("int8 layer ", node.name, ": input scale ", layer.input_scale,
                               " is not positive and finite");
     const std::vector<float>& weights = in.values.at(static_cast<size_t>(node.params.at(0)));
+    if (auto* conv = std::get_if<Conv2dDesc>(&node.desc)) conv->constant_weights = true;
     *slot = Int8Conv{layer.input_scale, per_channel_weight_scales(weights, channels)};
-    if (auto* conv = std::get_if<Conv2dDesc>(&node.desc)) {
-      conv->constant_weights = true;
-      if (pays) {
-        Result<bool> worth_it = pays(*conv);
-        if (!worth_it.ok()) return worth_it.status().with_context("int8 layer " + node.name);
-        if (!*worth_it) {
-          slot->reset();
-          ++in.stats.int8_layers_in_float32;
-          nodes.push_back(std::move(node));
-          continue;
-        }
-      }
+    IC_ASSIGN_OR_RETURN(const bool int8, stays_int8(node, pays));
+    if (!int8) {
+      slot->reset();
+      ++in.stats.int8_layers_in_float32;
+      nodes.push_back(std::move(node));
+      continue;
     }
 
     const ValueId x = node.inputs.at(0);

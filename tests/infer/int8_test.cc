@@ -97,6 +97,12 @@ class Int8Test : public ::testing::Test {
     EXPECT_TRUE(table.ok()) << table.status().message();
     return table.ok() ? *table : QuantizationTable{};
   }
+  // The tiny model with calibrated int8 scales (an int8 export's contents).
+  static InferenceModel int8_model() {
+    InferenceModel model = *model_;
+    model.int8 = calibrated();
+    return model;
+  }
   static inline std::string root_;
   static inline std::optional<InferenceModel> model_;
   static inline std::unique_ptr<Backend> backend_;
@@ -133,8 +139,7 @@ TEST_F(Int8Test, CalibrationWithoutImagesNamesTheDirectory) {
 }
 
 TEST_F(Int8Test, ExportReadsBackWithTheSameIntegersAndScales) {
-  InferenceModel model = *model_;
-  model.int8 = calibrated();
+  InferenceModel model = int8_model();
   Result<std::string> written = export_trained_model(model, root_ + "/export", ExportFormat::int8);
   ASSERT_TRUE(written.ok()) << written.status().message();
   EXPECT_TRUE(fs::exists(*written + "/model.onnx"));
@@ -174,8 +179,7 @@ TEST_F(Int8Test, ExportReadsBackWithTheSameIntegersAndScales) {
 }
 
 TEST_F(Int8Test, BadScalesAreRefusedNamingTheFile) {
-  InferenceModel model = *model_;
-  model.int8 = calibrated();
+  InferenceModel model = int8_model();
   model.int8->layers.begin()->second.input_scale = -1.f;
   const std::string path = root_ + "/bad.safetensors";
   ASSERT_TRUE(write_int8_export(model, path).ok());
@@ -188,8 +192,7 @@ TEST_F(Int8Test, BadScalesAreRefusedNamingTheFile) {
 }
 
 TEST_F(Int8Test, Int8RunnerAnswersCloseToFloat32) {
-  InferenceModel model = *model_;
-  model.int8 = calibrated();
+  InferenceModel model = int8_model();
   const std::vector<int64_t> sizes = {2};
   auto f32 = InferenceRunner::create(*backend_, model, sizes).value();
   Result<std::unique_ptr<InferenceRunner>> int8 = InferenceRunner::create(
@@ -207,8 +210,7 @@ TEST_F(Int8Test, Int8RunnerAnswersCloseToFloat32) {
 // every int8 layer: bit for bit but for the average pools, which round their mean to a level of
 // their input's scale (tests/graph/u8_dataflow_pass_test.cc checks the exact part exactly).
 TEST_F(Int8Test, U8BetweenLayersStaysCloseToTheQuantizeNodes) {
-  InferenceModel model = *model_;
-  model.int8 = calibrated();
+  InferenceModel model = int8_model();
   const std::vector<int64_t> sizes = {2};
   InferenceGraphOptions chained =
       graph_options_for(model, InferencePrecision::int8, *backend_).value();
@@ -233,8 +235,7 @@ TEST_F(Int8Test, U8BetweenLayersStaysCloseToTheQuantizeNodes) {
 // Winograd ones are on a CPU without VNNI) stay float32 among the int8 ones, and the graph
 // around them still answers close to float32.
 TEST_F(Int8Test, LayersKeptInFloat32AnswerAmongInt8Ones) {
-  InferenceModel model = *model_;
-  model.int8 = calibrated();
+  InferenceModel model = int8_model();
   const std::vector<int64_t> sizes = {2};
   InferenceGraphOptions options =
       graph_options_for(model, InferencePrecision::int8, *backend_).value();
@@ -266,8 +267,7 @@ TEST_F(Int8Test, LayersKeptInFloat32AnswerAmongInt8Ones) {
 
 // Timed graphs ask the backend which int8 layers pay; untimed ones run every layer named.
 TEST_F(Int8Test, OnlyTimedGraphsAskWhetherInt8Pays) {
-  InferenceModel model = *model_;
-  model.int8 = calibrated();
+  InferenceModel model = int8_model();
   EXPECT_TRUE(graph_options_for(model, InferencePrecision::int8, *backend_).value().int8_pays);
   InferenceGraphOptions untimed;
   untimed.time_algorithms = false;
