@@ -26,6 +26,15 @@ InferenceGraph folded_small_graph() {
   return prepare_inference_graph(g, testing::source_of(g, values)).value();
 }
 
+// The small graph's two branch convolutions (0.05) and its logits convolution (0.02).
+QuantizationTable branches_and_logits() {
+  QuantizationTable table;
+  table.layers["Net/Mixed/Branch_0/Conv2d_0a_1x1"] = {0.05f, {}};
+  table.layers["Net/Mixed/Branch_1/Conv2d_0b_1x1"] = {0.05f, {}};
+  table.layers["Net/Logits/Conv2d_1c_1x1"] = {0.02f, {}};
+  return table;
+}
+
 TEST(QuantizePass, WeightScalesAreTheLargestMagnitudePerOutputChannel) {
   // HWIO with 2 output channels (innermost): channel 0 {1, -4, 0.5}, channel 1 {0, 0, 0}.
   const std::vector<float> w = {1.f, 0.f, -4.f, 0.f, 0.5f, 0.f};
@@ -38,10 +47,7 @@ TEST(QuantizePass, WeightScalesAreTheLargestMagnitudePerOutputChannel) {
 TEST(QuantizePass, NamedLayersBecomeInt8BehindOneSharedQuantizePerValue) {
   const InferenceGraph in = folded_small_graph();
   // The two branch convolutions read values of their own; the logits conv reads a third.
-  QuantizationTable table;
-  table.layers["Net/Mixed/Branch_0/Conv2d_0a_1x1"] = {0.05f, {}};
-  table.layers["Net/Mixed/Branch_1/Conv2d_0b_1x1"] = {0.05f, {}};
-  table.layers["Net/Logits/Conv2d_1c_1x1"] = {0.02f, {}};
+  QuantizationTable table = branches_and_logits();
   Result<InferenceGraph> q = quantize_layers(in, table);
   ASSERT_TRUE(q.ok()) << q.status().message();
   EXPECT_EQ(count_ops(q->graph, "quantize"), 3);
@@ -90,10 +96,7 @@ TEST(QuantizePass, TwoLayersReadingOneValueAtOneScaleShareTheQuantize) {
 
 TEST(QuantizePass, ConvolutionsTheBackendTurnsDownStayFloat32) {
   const InferenceGraph in = folded_small_graph();
-  QuantizationTable table;
-  table.layers["Net/Mixed/Branch_0/Conv2d_0a_1x1"] = {0.05f, {}};
-  table.layers["Net/Mixed/Branch_1/Conv2d_0b_1x1"] = {0.05f, {}};
-  table.layers["Net/Logits/Conv2d_1c_1x1"] = {0.02f, {}};
+  QuantizationTable table = branches_and_logits();
   int asked = 0;
   const Int8Pays pays = [&](const Conv2dDesc& d) -> Result<bool> {
     // It is asked with the int8 fields the layer would run with.

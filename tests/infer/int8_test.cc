@@ -103,6 +103,14 @@ class Int8Test : public ::testing::Test {
     model.int8 = calibrated();
     return model;
   }
+  // int8 graph options for `model` with the backend's timing off: every named layer in int8,
+  // unless a test sets int8_pays itself.
+  static InferenceGraphOptions untimed_int8_options(const InferenceModel& model) {
+    InferenceGraphOptions options =
+        graph_options_for(model, InferencePrecision::int8, *backend_).value();
+    options.time_algorithms = false;
+    return options;
+  }
   static inline std::string root_;
   static inline std::optional<InferenceModel> model_;
   static inline std::unique_ptr<Backend> backend_;
@@ -212,9 +220,7 @@ TEST_F(Int8Test, Int8RunnerAnswersCloseToFloat32) {
 TEST_F(Int8Test, U8BetweenLayersStaysCloseToTheQuantizeNodes) {
   InferenceModel model = int8_model();
   const std::vector<int64_t> sizes = {2};
-  InferenceGraphOptions chained =
-      graph_options_for(model, InferencePrecision::int8, *backend_).value();
-  chained.time_algorithms = false;
+  InferenceGraphOptions chained = untimed_int8_options(model);
   InferenceGraphOptions separate = chained;
   separate.int8_outputs = false;
   auto with_u8 = InferenceRunner::create(*backend_, model, sizes, chained);
@@ -237,9 +243,7 @@ TEST_F(Int8Test, U8BetweenLayersStaysCloseToTheQuantizeNodes) {
 TEST_F(Int8Test, LayersKeptInFloat32AnswerAmongInt8Ones) {
   InferenceModel model = int8_model();
   const std::vector<int64_t> sizes = {2};
-  InferenceGraphOptions options =
-      graph_options_for(model, InferencePrecision::int8, *backend_).value();
-  options.time_algorithms = false;
+  InferenceGraphOptions options = untimed_int8_options(model);
   int accepted = 0, refused = 0;
   options.int8_pays = [&](const Conv2dDesc& d) -> Result<bool> {
     const bool pointwise = d.kernel_h == 1 && d.kernel_w == 1;
