@@ -109,6 +109,15 @@ int classify_main(int argc, char** argv) {
     std::cerr << "classify: " << result.status().message() << std::endl;
     return exit_code_for(result.status());
   }
+  // The start-up timing may keep some layers in float32; say how many, as serve does.
+  if (flags.precision == InferencePrecision::int8)
+    std::cerr << "classify: int8: " << result->graph_stats.int8_layers_in_float32
+              << " of its int8 convolutions timed faster in float32 and run in float32"
+              << std::endl;
+  if (flags.precision == InferencePrecision::bfloat16)
+    std::cerr << "classify: bfloat16: " << result->graph_stats.bf16_activations
+              << " values in bf16, " << result->graph_stats.float32_convolutions
+              << " convolutions timed faster in float32 and run in float32" << std::endl;
   std::cout << "checkpoint: " << result->checkpoint << " (global step " << result->global_step
             << ")\n";
   for (const auto& p : result->predictions) {

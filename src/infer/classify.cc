@@ -125,6 +125,7 @@ Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend
   IC_ASSIGN_OR_RETURN(std::unique_ptr<InferenceRunner> runner,
                       InferenceRunner::create(backend, model, {count}, graph_options));
   result.global_step = model.global_step;
+  result.graph_stats = runner->pass_stats();
   result.logits.resize(static_cast<size_t>(count * meta.num_classes));
   runner->run(count, images.data(), result.logits.data());
   const int64_t classes = meta.num_classes;

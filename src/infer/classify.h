@@ -18,6 +18,7 @@
 #include "backend/backend.h"
 #include "core/status.h"
 #include "data/image_codec.h"
+#include "graph/inference_passes.h"
 #include "infer/top_classes.h"
 #include "runtime/precision.h"
 
@@ -43,6 +44,9 @@ struct ClassifyResult {
   std::vector<float> logits;          // raw logits, row-major
   std::string checkpoint;             // the file used
   int64_t global_step = 0;
+  // What the inference passes did: an int8 graph's layers kept in float32 because they timed
+  // faster there, a bf16 graph's float32 convolutions (docs/int8.md, docs/serving.md).
+  InferencePassStats graph_stats;
 };
 
 Result<ClassifyResult> classify(const ClassifyOptions& options, Backend& backend);

@@ -258,6 +258,10 @@ TEST(Classify, PrecisionInt8NeedsAnInt8ExportAndBfloat16AnswersAsFloat32) {
   ASSERT_TRUE(backend.ok());
   // The notice names the backend, whose description says whether bf16 is real here.
   EXPECT_TRUE(bf16.contains("--precision=bfloat16 on " + (*backend)->description())) << bf16.output;
+  // It also says how many values the graph holds in bf16: none where bf16 computes in float32.
+  EXPECT_TRUE(bf16.contains((*backend)->has_native_bf16() ? "classify: bfloat16: "
+                                                          : "classify: bfloat16: 0 values in bf16"))
+      << bf16.output;
   auto expected = read_npy(dir.sub("f32.npy"));
   auto got = read_npy(dir.sub("bf16.npy"));
   ASSERT_TRUE(expected.ok() && got.ok());

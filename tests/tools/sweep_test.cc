@@ -161,6 +161,9 @@ TEST(Sweep, ExportsTheWinnerInTheFormatAsked) {
                   " --precision=int8 --num_threads=1 " + dir.sub("image.npy"));
   EXPECT_EQ(classify.exit_code, 0) << classify.output;
   EXPECT_TRUE(classify.contains(version.filename().string())) << classify.output;
+  EXPECT_TRUE(classify.contains("classify: int8: ")) << classify.output;
+  EXPECT_TRUE(classify.contains(" of its int8 convolutions timed faster in float32"))
+      << classify.output;
 }
 
 // "model" in the grid: each variant runs its model's trainer, and the leaderboard ranks both.
