@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -17,62 +16,22 @@
 #include <vector>
 
 #include "infer/model_export.h"
+#include "infer/random_checkpoint_test_util.h"
 #include "io/checkpoint_dir.h"
-#include "runtime/inference_runner.h"
 
 namespace ic {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string import_temp_dir(const std::string& name) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("ic_onnx_import_" + std::to_string(getpid()) + name)).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-// A step-4 checkpoint of a tiny `model` with random values and EMA shadows that differ from
-// the raw tensors.
-void write_random_checkpoint(const std::string& dir, const std::string& model) {
-  const CheckpointMeta meta{model, 7, 75, 75, 0.25, ""};
-  const Graph graph = build_model(inference_model_options(meta, 1).value()).value();
-  std::mt19937 rng(13);
-  std::normal_distribution<float> normal(0.f, 0.1f);
-  std::uniform_real_distribution<float> positive(0.5f, 1.5f);
-  std::vector<std::vector<float>> storage;
-  std::vector<TensorView> views;
-  storage.reserve(2 * graph.params.size());
-  for (const ParamInfo& p : graph.params) {
-    const bool variance = p.name.ends_with("moving_variance") || p.name.ends_with("gamma");
-    for (const char* suffix : {"", "/ExponentialMovingAverage"}) {
-      if (*suffix && !(p.trainable || p.name.ends_with("moving_mean"))) continue;
-      storage.emplace_back(p.shape.numel());
-      for (float& v : storage.back()) v = variance ? positive(rng) : normal(rng);
-      views.push_back({p.name + suffix, DType::f32, p.shape, storage.back().data()});
-    }
-  }
-  static const int64_t step = 4;
-  views.push_back({"global_step", DType::i64, Shape{}, &step});
-  ASSERT_TRUE(save_checkpoint(dir, 4, checkpoint_metadata(meta), views).ok());
-}
-
-std::vector<float> logits_of(const InferenceModel& model, const std::vector<float>& images) {
-  std::unique_ptr<Backend> backend = make_backend({}).value();
-  Result<std::unique_ptr<InferenceRunner>> runner = InferenceRunner::create(*backend, model, {2});
-  EXPECT_TRUE(runner.ok()) << runner.status().message();
-  if (!runner.ok()) return {};
-  std::vector<float> logits(2 * (*runner)->num_classes());
-  (*runner)->run(2, images.data(), logits.data());
-  return logits;
-}
+using testing::fresh_temp_dir;
+using testing::logits_of_two;
+using testing::write_random_checkpoint;
 
 class OnnxImport : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxImport, LogitsEqualTheCheckpoints) {
-  const std::string dir = import_temp_dir(GetParam());
-  write_random_checkpoint(dir, GetParam());
+  const std::string dir = fresh_temp_dir("onnx_import_", GetParam());
+  write_random_checkpoint(dir, {.model = GetParam()});
   Result<InferenceModel> trained = load_for_inference(dir, "");
   ASSERT_TRUE(trained.ok()) << trained.status().message();
   const std::string base = dir + "/export";
@@ -102,8 +61,8 @@ TEST_P(OnnxImport, LogitsEqualTheCheckpoints) {
   std::uniform_real_distribution<float> pixel(-1.f, 1.f);
   std::vector<float> images(2 * 75 * 75 * 3);
   for (float& v : images) v = pixel(rng);
-  const std::vector<float> expected = logits_of(*trained, images);
-  const std::vector<float> got = logits_of(*exported, images);
+  const std::vector<float> expected = logits_of_two(*trained, images);
+  const std::vector<float> got = logits_of_two(*exported, images);
   ASSERT_EQ(got.size(), expected.size());
   ASSERT_FALSE(got.empty());
   float scale = 0;
@@ -122,7 +81,7 @@ void write_onnx(const std::string& path, const onnx::ModelProto& m) {
 }
 
 TEST(OnnxImportErrors, AForeignOrInt8OnnxFileSaysWhatCanBeServed) {
-  const std::string dir = import_temp_dir("foreign");
+  const std::string dir = fresh_temp_dir("onnx_import_", "foreign");
   onnx::ModelProto foreign;
   foreign.set_producer_name("pytorch");
   foreign.mutable_graph()->set_name("resnet");

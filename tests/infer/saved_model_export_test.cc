@@ -4,18 +4,17 @@
 // nodes, the SaverDef names real nodes, and variables/ holds every variable the graph reads
 // with the InferenceModel's values bit for bit. tests/interop/run.sh has TensorFlow run it.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "infer/model_export.h"
+#include "infer/random_checkpoint_test_util.h"
 #include "infer/saved_model_graph.h"
 #include "io/checkpoint_dir.h"
 #include "io/tensor_bundle.h"
@@ -27,35 +26,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string saved_model_temp_dir(const std::string& name) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("ic_saved_model_" + std::to_string(getpid()) + name)).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-// A step-5 checkpoint of `model` with random raw weights, EMA shadows and statistics
-// (variances positive).
+// A step-5 checkpoint of `model` with random raw weights, EMA shadows and statistics, in a
+// fresh directory.
 std::string write_random_checkpoint(const std::string& model, int size, double depth) {
-  const std::string dir = saved_model_temp_dir(model);
-  const CheckpointMeta meta{model, 7, size, size, depth, ""};
-  Graph graph = build_model(inference_model_options(meta, 1).value()).value();
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(0.05f, 1.f);
-  std::vector<std::vector<float>> storage;
-  std::vector<TensorView> views;
-  storage.reserve(2 * graph.params.size());
-  for (const ParamInfo& p : graph.params) {
-    for (const std::string& name : {p.name, p.name + "/ExponentialMovingAverage"}) {
-      storage.emplace_back(static_cast<size_t>(p.shape.numel()));
-      for (float& v : storage.back()) v = uniform(rng);
-      views.push_back({name, DType::f32, p.shape, storage.back().data()});
-    }
-  }
-  static const int64_t step = 5;
-  views.push_back({"global_step", DType::i64, Shape{}, &step});
-  EXPECT_TRUE(save_checkpoint(dir, 5, checkpoint_metadata(meta), views).ok());
+  const std::string dir = testing::fresh_temp_dir("saved_model_", model);
+  testing::write_random_checkpoint(
+      dir, {.model = model, .image_size = size, .depth_multiplier = depth, .step = 5, .seed = 11});
   return dir;
 }
 
@@ -231,7 +207,7 @@ TEST(SavedModelExport, ATrainingGraphIsRefused) {
 }
 
 TEST(SavedModelExport, NoCheckpointIsAnErrorNamingTheModelDir) {
-  const std::string dir = saved_model_temp_dir("empty");
+  const std::string dir = testing::fresh_temp_dir("saved_model_", "empty");
   Result<std::string> exported = export_newest_saved_model(dir, dir + "/export");
   ASSERT_FALSE(exported.ok());
   EXPECT_NE(exported.status().message().find("no checkpoint in " + dir), std::string::npos)

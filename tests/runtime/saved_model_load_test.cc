@@ -4,7 +4,6 @@
 // that metadata, or without variables/, is an error saying what can be served; the newest
 // version holding a SavedModel is what an export directory serves.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -14,62 +13,22 @@
 #include <vector>
 
 #include "infer/model_export.h"
+#include "infer/random_checkpoint_test_util.h"
 #include "io/checkpoint_dir.h"
 #include "io/tensor_bundle.h"
 #include "runtime/inference_model.h"
-#include "runtime/inference_runner.h"
 
 namespace ic {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string temp_dir(const std::string& name) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("ic_saved_model_" + std::to_string(getpid()) + name)).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-// A step-9 checkpoint of a tiny inception_v3 with random values; every trainable tensor and
-// moving mean has an EMA shadow that differs from it, so reading the wrong one shows.
-void write_random_checkpoint(const std::string& dir) {
-  const CheckpointMeta meta{"inception_v3", 7, 75, 75, 0.25, ""};
-  const Graph graph = build_model(inference_model_options(meta, 1).value()).value();
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal(0.f, 0.1f);
-  std::uniform_real_distribution<float> positive(0.5f, 1.5f);
-  std::vector<std::vector<float>> storage;
-  std::vector<TensorView> views;
-  storage.reserve(2 * graph.params.size());
-  for (const ParamInfo& p : graph.params) {
-    const bool variance = p.name.ends_with("moving_variance") || p.name.ends_with("gamma");
-    for (const char* suffix : {"", "/ExponentialMovingAverage"}) {
-      if (*suffix && !(p.trainable || p.name.ends_with("moving_mean"))) continue;
-      storage.emplace_back(p.shape.numel());
-      for (float& v : storage.back()) v = variance ? positive(rng) : normal(rng);
-      views.push_back({p.name + suffix, DType::f32, p.shape, storage.back().data()});
-    }
-  }
-  static const int64_t step = 9;
-  views.push_back({"global_step", DType::i64, Shape{}, &step});
-  ASSERT_TRUE(save_checkpoint(dir, 9, checkpoint_metadata(meta), views).ok());
-}
-
-std::vector<float> logits_of(const InferenceModel& model, const std::vector<float>& images) {
-  std::unique_ptr<Backend> backend = make_backend({}).value();
-  Result<std::unique_ptr<InferenceRunner>> runner = InferenceRunner::create(*backend, model, {2});
-  EXPECT_TRUE(runner.ok()) << runner.status().message();
-  if (!runner.ok()) return {};
-  std::vector<float> logits(2 * (*runner)->num_classes());
-  (*runner)->run(2, images.data(), logits.data());
-  return logits;
-}
+using testing::fresh_temp_dir;
+using testing::logits_of_two;
+using testing::write_random_checkpoint;
 
 TEST(SavedModelLoad, LogitsEqualTheCheckpoints) {
-  const std::string dir = temp_dir("logits");
-  write_random_checkpoint(dir);
+  const std::string dir = fresh_temp_dir("saved_model_", "logits");
+  write_random_checkpoint(dir, {.step = 9, .seed = 11});
   Result<InferenceModel> trained = load_for_inference(dir, "");
   ASSERT_TRUE(trained.ok()) << trained.status().message();
   const std::string base = dir + "/export";
@@ -103,8 +62,8 @@ TEST(SavedModelLoad, LogitsEqualTheCheckpoints) {
   std::uniform_real_distribution<float> pixel(-1.f, 1.f);
   std::vector<float> images(2 * 75 * 75 * 3);
   for (float& v : images) v = pixel(rng);
-  const std::vector<float> expected = logits_of(*trained, images);
-  const std::vector<float> got = logits_of(*exported, images);
+  const std::vector<float> expected = logits_of_two(*trained, images);
+  const std::vector<float> got = logits_of_two(*exported, images);
   ASSERT_EQ(got.size(), expected.size());
   ASSERT_FALSE(got.empty());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-6) << i;
@@ -112,7 +71,7 @@ TEST(SavedModelLoad, LogitsEqualTheCheckpoints) {
 }
 
 TEST(SavedModelLoad, ASavedModelThatIsNotOursSaysWhatCanBeServed) {
-  const std::string dir = temp_dir("foreign");
+  const std::string dir = fresh_temp_dir("saved_model_", "foreign");
   // As TensorFlow writes one: saved_model.pb and variables/ without our metadata.
   fs::create_directories(dir + "/1");
   std::ofstream(dir + "/1/saved_model.pb") << "not ours";
