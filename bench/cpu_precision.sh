@@ -4,7 +4,8 @@
 # its ISA flags), then images/sec as min/median/max over REPEATS rounds (each round runs every
 # configuration once, ours and the peers in turn), ours / peer at the same precision and batch
 # (medians), and for ours the achieved GFLOP/s and GB/s
-# (inception_bench: Graph::multiply_adds and Graph::bytes_accessed at the median rate):
+# (inception_bench: Graph::multiply_adds and Graph::bytes_accessed at the median rate), with the
+# GFLOP/s as a share of this CPU's measured peak in that number format (bench/cpu_peak.cc):
 #   ours        float32 / bfloat16 / int8 inference at batch 1, 8, 32; float32 / bfloat16 training
 #               at batch 32 (inception_bench; its int8 scales come from random data: speed only)
 #   torch       float32 / bfloat16 (autocast), channels_last, training and inference
@@ -65,6 +66,35 @@ echo "model=$model threads=$threads size=${size}x$size steps=$steps warmup=$warm
   exit 1
 }
 bench=$build/bin/inception_bench
+
+# This CPU's multiply-add peak per number format (bench/cpu_peak.cc), measured on the same
+# threads, so that our GFLOP/s below read as a fraction of it.
+declare -A peak_gflops  # "float32" / "bfloat16" / "int8" -> the fastest kernel's GFLOP/s
+declare -A peak_kernel  # the same key -> that kernel's name
+echo "== peak (bench/cpu_peak.cc: multiply-adds a second of each dot-product instruction)"
+if [[ ${SKIP_BUILD:-0} == 1 ]] || cmake --build "$build" --target cpu_peak >/dev/null; then
+  while read -r line; do
+    echo "$line"
+    [[ $line =~ ^peak\ ([a-z0-9_]+)\ threads=.*gflops=([0-9.]+) ]] || continue
+    kernel=${BASH_REMATCH[1]}
+    gflops=${BASH_REMATCH[2]}
+    case $kernel in
+      f32_*) format=float32 ;;
+      bf16_*) format=bfloat16 ;;
+      int8_*) format=int8 ;;
+      *) continue ;;
+    esac
+    if awk -v a="$gflops" -v b="${peak_gflops[$format]:-0}" 'BEGIN { exit !(a > b) }'; then
+      peak_gflops[$format]=$gflops
+      peak_kernel[$format]=$kernel
+    fi
+  done < <("$build/bin/cpu_peak" --threads="$threads" 2>&1)
+fi
+# Without bf16 dot products, bfloat16 computes in float32.
+if [[ -z ${peak_gflops[bfloat16]:-} && -n ${peak_gflops[float32]:-} ]]; then
+  peak_gflops[bfloat16]=${peak_gflops[float32]}
+  peak_kernel[bfloat16]=${peak_kernel[float32]}
+fi
 
 declare -A runs     # "who precision mode batch" -> images/sec of each repeat, space separated
 declare -A chosen   # the same key -> the precision a peer chose itself (OpenVINO's default)
@@ -245,8 +275,10 @@ for key in "${keys[@]}"; do
     [[ $precision == default ]] && ratio+=" (vs ours $ours_precision: it chose ${chosen[$key]:-?})"
   fi
   if [[ $who == ours && -n ${per_image[$key]:-} ]]; then
-    ratio=$(awk -v m="$mid" -v c="${per_image[$key]}" \
-      'BEGIN { split(c, f, " "); printf "%.0f GFLOP/s %.1f GB/s", m * f[1], m * f[2] }')
+    ratio=$(awk -v m="$mid" -v c="${per_image[$key]}" -v p="${peak_gflops[$precision]:-0}" \
+      -v k="${peak_kernel[$precision]:-}" 'BEGIN { split(c, f, " ");
+        printf "%.0f GFLOP/s %.1f GB/s", m * f[1], m * f[2]
+        if (p > 0) printf " (%.0f%% of %s)", 100 * m * f[1] / p, k }')
   fi
   printf '%-12s %-9s %-6s %5s %10.2f %10.2f %10.2f   %s\n' "$who" "$precision" "$mode" "$batch" \
     "$lo" "$mid" "$hi" "$ratio"
@@ -262,6 +294,8 @@ for batch in "${infer_batches[@]}"; do
     "$(awk -v o="$ours_mid" -v p="$peer_mid" 'BEGIN { printf "%.2fx", o / p }')"
 done
 echo "ours int8: scales from one forward over random images (inception_bench): speed only."
+echo "(N% of KERNEL): our GFLOP/s against the fastest kernel of that format under == peak; Winograd"
+echo "layers count the direct convolution's multiply-adds, so they can pass 100%."
 echo "bfloat16 on a CPU without bf16 dot products (no avx512_bf16 / amx_bf16 above) computes in f32;"
 echo "without amx_bf16, our bf16 training keeps bf16 activations and computes its convolutions in f32."
 if ((${#missing[@]})); then
