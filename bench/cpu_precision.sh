@@ -294,7 +294,7 @@ for batch in "${infer_batches[@]}"; do
     "$(awk -v o="$ours_mid" -v p="$peer_mid" 'BEGIN { printf "%.2fx", o / p }')"
 done
 echo "ours int8: scales from one forward over random images (inception_bench): speed only."
-echo "(N% of KERNEL): our GFLOP/s against the fastest kernel of that format under == peak; Winograd"
+echo "(N% of KERNEL): our GFLOP/s against the fastest peak kernel of that format (above); Winograd"
 echo "layers count the direct convolution's multiply-adds, so they can pass 100%."
 echo "bfloat16 on a CPU without bf16 dot products (no avx512_bf16 / amx_bf16 above) computes in f32;"
 echo "without amx_bf16, our bf16 training keeps bf16 activations and computes its convolutions in f32."
