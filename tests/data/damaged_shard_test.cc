@@ -2,79 +2,28 @@
 // length claiming gigabytes): reading goes on at the next valid record, names the file, the
 // offset and the bytes skipped, counts the records lost, and stays exactly resumable.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "data/record_stream.h"
+#include "io/damaged_tfrecord_test_util.h"
 #include "io/tfrecord.h"
 
 namespace ic {
 namespace {
 
-namespace fs = std::filesystem;
-
-constexpr int kRecords = 10;
-constexpr size_t kRecordBytes = 100;
-constexpr size_t kFramedBytes = kRecordBytes + 16;
-constexpr int kDamaged = 4;
-constexpr uint64_t kDamagedAt = kDamaged * kFramedBytes;
-
-std::string record_text(int i) { return std::string(kRecordBytes, static_cast<char>('a' + i)); }
-
-std::string clean_bytes() {
-  std::string bytes;
-  for (int i = 0; i < kRecords; ++i) bytes += frame_tfrecord(record_text(i));
-  return bytes;
-}
-
-std::string flip_length(std::string bytes) {
-  bytes[kDamagedAt] ^= 0x01;
-  return bytes;
-}
-std::string cut_record(std::string bytes) {
-  return bytes.erase(kDamagedAt + 12 + kRecordBytes / 2, kRecordBytes / 2);
-}
-std::string huge_length(std::string bytes) {
-  for (int i = 0; i < 8; ++i) bytes[kDamagedAt + i] = i == 4 ? 0x02 : 0;  // 2^33 bytes
-  const uint32_t crc = mask_crc32c(crc32c(bytes.data() + kDamagedAt, 8));
-  for (int i = 0; i < 4; ++i)
-    bytes[kDamagedAt + 8 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
-  return bytes;
-}
-
-struct Damage {
-  const char* name;
-  std::string (*apply)(std::string);
-  uint64_t skipped;
-};
-const Damage kDamages[] = {
-    {"flipped length", flip_length, kFramedBytes},
-    {"cut record", cut_record, kFramedBytes - kRecordBytes / 2},
-    {"huge length", huge_length, kFramedBytes},
-};
-
-class DamagedShardTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ic_damaged_shard_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& bytes) {
-    const std::string p = (dir_ / name).string();
-    std::ofstream(p, std::ios::binary)
-        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return p;
-  }
-  fs::path dir_;
-};
+using testing::clean_tfrecord_bytes;
+using testing::cut_record;
+using testing::Damage;
+using testing::flip_length;
+using testing::huge_length;
+using testing::kDamaged;
+using testing::kDamagedAt;
+using testing::kDamages;
+using testing::kRecords;
+using testing::record_text;
+using DamagedShardTest = testing::DamagedFileTest;
 
 std::vector<std::string> read_through(RecordStream* stream) {
   std::vector<std::string> out;
@@ -90,7 +39,7 @@ std::vector<std::string> read_through(RecordStream* stream) {
 TEST_F(DamagedShardTest, ReadsTheRecordsAfterTheDamageAndNamesFileOffsetAndBytes) {
   for (const Damage& damage : kDamages) {
     SCOPED_TRACE(damage.name);
-    const std::string path = write("train-00000-of-00001", damage.apply(clean_bytes()));
+    const std::string path = write("train-00000-of-00001", damage.apply(clean_tfrecord_bytes()));
     RecordStream stream({path}, RecordStreamOptions{});
     const std::vector<std::string> got = read_through(&stream);
     ASSERT_EQ(got.size(), size_t{kRecords - 1});
@@ -110,7 +59,7 @@ TEST_F(DamagedShardTest, ReadsTheRecordsAfterTheDamageAndNamesFileOffsetAndBytes
 }
 
 TEST_F(DamagedShardTest, WithoutSkippingTheDamageIsAnErrorNamingFileAndOffset) {
-  const std::string path = write("validation-00000-of-00001", flip_length(clean_bytes()));
+  const std::string path = write("validation-00000-of-00001", flip_length(clean_tfrecord_bytes()));
   RecordStreamOptions options;
   options.skip_corrupt_records = false;
   RecordStream stream({path}, options);
@@ -124,7 +73,7 @@ TEST_F(DamagedShardTest, WithoutSkippingTheDamageIsAnErrorNamingFileAndOffset) {
 }
 
 TEST_F(DamagedShardTest, AnUnreadableRemainderCountsTheRecordsItHeld) {
-  std::string bytes = clean_bytes();
+  std::string bytes = clean_tfrecord_bytes();
   std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(kDamagedAt), bytes.end(), '\0');
   const std::string path = write("train-00000-of-00001", bytes);
   RecordStream stream({path}, RecordStreamOptions{});
@@ -138,8 +87,8 @@ TEST_F(DamagedShardTest, AnUnreadableRemainderCountsTheRecordsItHeld) {
 
 TEST_F(DamagedShardTest, APositionTakenAfterTheDamageResumesExactly) {
   const std::vector<std::string> files = {
-      write("train-00000-of-00002", cut_record(clean_bytes())),
-      write("train-00001-of-00002", huge_length(clean_bytes()))};
+      write("train-00000-of-00002", cut_record(clean_tfrecord_bytes())),
+      write("train-00001-of-00002", huge_length(clean_tfrecord_bytes()))};
   RecordStreamOptions options;
   options.repeat_and_shuffle_files = true;
   options.cycle_length = 2;
