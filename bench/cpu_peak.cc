@@ -46,6 +46,36 @@ struct PeakKernel {
 // Hides a register's value from the optimizer, so no iteration is folded into another.
 #define IC_OPAQUE(x) __asm__ volatile("" : "+x"(x))
 
+// The sum of each accumulator's first lane: what a kernel returns, so that its work is used.
+__attribute__((target("avx"))) double first_lanes(const __m256* acc, int n) {
+  double sum = 0;
+  for (int k = 0; k < n; ++k) sum += _mm256_cvtss_f32(acc[k]);
+  return sum;
+}
+__attribute__((target("avx2"))) double first_lanes(const __m256i* acc, int n) {
+  double sum = 0;
+  for (int k = 0; k < n; ++k) sum += _mm256_extract_epi32(acc[k], 0);
+  return sum;
+}
+__attribute__((target("avx512f"))) double first_lanes(const __m512* acc, int n) {
+  double sum = 0;
+  float lane[16];
+  for (int k = 0; k < n; ++k) {
+    _mm512_storeu_ps(lane, acc[k]);
+    sum += lane[0];
+  }
+  return sum;
+}
+__attribute__((target("avx512f"))) double first_lanes(const __m512i* acc, int n) {
+  double sum = 0;
+  int32_t lane[16];
+  for (int k = 0; k < n; ++k) {
+    _mm512_storeu_si512(lane, acc[k]);
+    sum += lane[0];
+  }
+  return sum;
+}
+
 // float32 FMA, ymm: 12 chains hide a 4-5 cycle latency at two FMAs a cycle.
 __attribute__((target("avx2,fma"))) double f32_fma_avx2(int64_t iters) {
   __m256 acc[12];
@@ -55,9 +85,7 @@ __attribute__((target("avx2,fma"))) double f32_fma_avx2(int64_t iters) {
     for (int k = 0; k < 12; ++k) acc[k] = _mm256_fmadd_ps(x, y, acc[k]);
     IC_OPAQUE(x);
   }
-  double sum = 0;
-  for (int k = 0; k < 12; ++k) sum += _mm256_cvtss_f32(acc[k]);
-  return sum;
+  return first_lanes(acc, 12);
 }
 
 __attribute__((target("avx512f"))) double f32_fma_avx512(int64_t iters) {
@@ -68,13 +96,7 @@ __attribute__((target("avx512f"))) double f32_fma_avx512(int64_t iters) {
     for (int k = 0; k < 12; ++k) acc[k] = _mm512_fmadd_ps(x, y, acc[k]);
     IC_OPAQUE(x);
   }
-  double sum = 0;
-  float lane[16];
-  for (int k = 0; k < 12; ++k) {
-    _mm512_storeu_ps(lane, acc[k]);
-    sum += lane[0];
-  }
-  return sum;
+  return first_lanes(acc, 12);
 }
 
 // int8 without VNNI: u8 x s8 pairs summed to s16 (vpmaddubsw), widened to s32 (vpmaddwd by
@@ -95,9 +117,7 @@ __attribute__((target("avx2"))) double int8_avx2(int64_t iters) {
       acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], w), ones));
     IC_OPAQUE(w);
   }
-  double sum = 0;
-  for (int k = 0; k < 6; ++k) sum += _mm256_extract_epi32(acc[k], 0);
-  return sum;
+  return first_lanes(acc, 6);
 }
 
 __attribute__((target("avx512f,avx512bw"))) double int8_avx512bw(int64_t iters) {
@@ -113,13 +133,7 @@ __attribute__((target("avx512f,avx512bw"))) double int8_avx512bw(int64_t iters) 
       acc[k] = _mm512_add_epi32(acc[k], _mm512_madd_epi16(_mm512_maddubs_epi16(u[k], w), ones));
     IC_OPAQUE(w);
   }
-  double sum = 0;
-  int32_t lane[16];
-  for (int k = 0; k < 8; ++k) {
-    _mm512_storeu_si512(lane, acc[k]);
-    sum += lane[0];
-  }
-  return sum;
+  return first_lanes(acc, 8);
 }
 
 // VNNI: vpdpbusd multiplies u8 x s8 in fours and adds to s32 in one instruction.
@@ -131,13 +145,7 @@ __attribute__((target("avx512f,avx512vnni"))) double int8_vnni_avx512(int64_t it
     for (int k = 0; k < 12; ++k) acc[k] = _mm512_dpbusd_epi32(acc[k], u, w);
     IC_OPAQUE(u);
   }
-  double sum = 0;
-  int32_t lane[16];
-  for (int k = 0; k < 12; ++k) {
-    _mm512_storeu_si512(lane, acc[k]);
-    sum += lane[0];
-  }
-  return sum;
+  return first_lanes(acc, 12);
 }
 
 __attribute__((target("avx2,avxvnni"))) double int8_vnni_avx2(int64_t iters) {
@@ -148,9 +156,7 @@ __attribute__((target("avx2,avxvnni"))) double int8_vnni_avx2(int64_t iters) {
     for (int k = 0; k < 12; ++k) acc[k] = _mm256_dpbusd_avx_epi32(acc[k], u, w);
     IC_OPAQUE(u);
   }
-  double sum = 0;
-  for (int k = 0; k < 12; ++k) sum += _mm256_extract_epi32(acc[k], 0);
-  return sum;
+  return first_lanes(acc, 12);
 }
 
 // bf16 pairs multiplied and added into float32 (vdpbf16ps); 0x3c00 is about 0.0078.
@@ -164,13 +170,7 @@ __attribute__((target("avx512f,avx512bf16"))) double bf16_avx512(int64_t iters) 
           _mm512_dpbf16_ps(acc[k], reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
     IC_OPAQUE(a);
   }
-  double sum = 0;
-  float lane[16];
-  for (int k = 0; k < 12; ++k) {
-    _mm512_storeu_ps(lane, acc[k]);
-    sum += lane[0];
-  }
-  return sum;
+  return first_lanes(acc, 12);
 }
 
 // AMX: eight 16-row x 64-byte tiles. Tiles 0-3 accumulate C += A B for the four pairs of the
