@@ -15,6 +15,7 @@
 // Counted multiply-adds per instruction: float32 FMA 8 (ymm) or 16 (zmm); int8 vpmaddubsw 32 or
 // 64 (with the vpmaddwd and add an int32 sum needs, as an AVX2 int8 convolution does); int8
 // vpdpbusd 32 or 64; bf16 vdpbf16ps 32 (zmm); AMX tdpbf16ps 16x16x32, tdpbssd 16x16x64.
+#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -234,21 +235,29 @@ __attribute__((target("amx-tile,amx-bf16,amx-int8"))) double amx(int64_t iters) 
   return sum;
 }
 
+// CPUID leaf 7's feature bits, for the features older compilers' __builtin_cpu_supports does not
+// name (clang 14: AVX-VNNI and AMX). The OS's part is checked apart: AVX's by the AVX2 kernels
+// running at all, AMX's by amx_permitted.
+enum Register { kEax, kEbx, kEcx, kEdx };
+bool cpuid_leaf7_bit(unsigned subleaf, Register reg, int bit) {
+  unsigned r[4] = {};
+  if (!__get_cpuid_count(7, subleaf, &r[kEax], &r[kEbx], &r[kEcx], &r[kEdx])) return false;
+  return (r[reg] >> bit) & 1u;
+}
+bool has_avx_vnni() { return cpuid_leaf7_bit(1, kEax, 4); }
+bool has_amx_bf16() { return cpuid_leaf7_bit(0, kEdx, 22); }
+bool has_amx_tile() { return cpuid_leaf7_bit(0, kEdx, 24); }
+bool has_amx_int8() { return cpuid_leaf7_bit(0, kEdx, 25); }
+
 bool can_f32_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 bool can_f32_avx512() { return __builtin_cpu_supports("avx512f"); }
 bool can_int8_avx2() { return __builtin_cpu_supports("avx2"); }
 bool can_int8_avx512bw() { return __builtin_cpu_supports("avx512bw"); }
 bool can_int8_vnni_avx512() { return __builtin_cpu_supports("avx512vnni"); }
-bool can_int8_vnni_avx2() { return __builtin_cpu_supports("avxvnni"); }
+bool can_int8_vnni_avx2() { return __builtin_cpu_supports("avx2") && has_avx_vnni(); }
 bool can_bf16_avx512() { return __builtin_cpu_supports("avx512bf16"); }
-bool can_amx_bf16() {
-  return __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-bf16") &&
-         amx_permitted();
-}
-bool can_amx_int8() {
-  return __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
-         amx_permitted();
-}
+bool can_amx_bf16() { return has_amx_tile() && has_amx_bf16() && amx_permitted(); }
+bool can_amx_int8() { return has_amx_tile() && has_amx_int8() && amx_permitted(); }
 
 const PeakKernel kKernels[] = {
     {"f32_fma_avx2", "avx2 fma", can_f32_avx2, f32_fma_avx2, 12 * 8},
