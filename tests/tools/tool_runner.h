@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/temp_dir_test_util.h"
 #include "io/checkpoint_dir.h"
 #include "io/checkpoint_recovery.h"
 
@@ -96,25 +97,5 @@ inline ToolOutput train_zoo_model(const std::string& program, const std::string&
                      " --moving_average=false --train_steps=" +
                      std::to_string(steps) + " --model_dir=" + model_dir + " " + extra);
 }
-
-// A fresh directory under the system temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    // mkdtemp replaces the trailing six 'X' characters.
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "ic_tools_").string() + std::string(6, 'X');
-    path_ = mkdtemp(pattern.data()) ? pattern : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace ic::testing

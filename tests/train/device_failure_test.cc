@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/temp_dir_test_util.h"
 #include "train/forwarding_backend.h"
 #include "train/run_loop.h"
 #include "train/train_flags.h"
@@ -42,22 +43,7 @@ class FailingLaterBackend final : public testing::ForwardingBackend {
   int batches_ = 0;
 };
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "ic_device_failure_").string() + "XXXXXX";
-    path_ = mkdtemp(pattern.data()) ? pattern : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 Result<RunOptions> tiny_run(const std::string& model_dir, const std::string& mode) {
   std::vector<std::string> args = {"prog",
