@@ -29,6 +29,7 @@
 
 #include "backend/cpu/bf16_choice.h"
 #include "backend/cpu/conv_kernel.h"
+#include "backend/cpu/int8_choice.h"
 #include "backend/cpu/cpu_common.h"
 
 namespace ic::cpu {
@@ -318,7 +319,7 @@ Result<bool> timed_int8_pays(const Conv2dDesc& d, DnnlContext& ctx) {
   IC_ASSIGN_OR_RETURN(const std::unique_ptr<OpKernel> int8, make_int8_conv2d(d, ctx));
   const double int8_seconds = time_forward(*int8, d, ctx);
   IC_ASSIGN_OR_RETURN(const TimedPlan in_f32, fastest_float32_plan(wide, ctx, cache));
-  const bool pays = int8_seconds <= in_f32.seconds;
+  const bool pays = keeps_int8(int8_seconds, in_f32.seconds);
   cache.int8_pays.emplace(layer, pays);
   return pays;
 }
