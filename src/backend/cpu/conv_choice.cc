@@ -29,8 +29,8 @@
 
 #include "backend/cpu/bf16_choice.h"
 #include "backend/cpu/conv_kernel.h"
-#include "backend/cpu/int8_choice.h"
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/int8_choice.h"
 
 namespace ic::cpu {
 namespace {
