@@ -16,11 +16,13 @@
 #include <utility>
 
 #include "io/checkpoint_dir.h"
+#include "tools/background_test_util.h"
 #include "tools/tool_runner.h"
 
 namespace ic {
 namespace {
 
+using testing::Background;
 using testing::latest_step;
 
 using testing::run_command;
@@ -144,35 +146,22 @@ TEST(DataParallel, SigtermToMpirunLeavesACheckpoint) {
   TempDir dir;
   const std::string model = dir.sub("model"), log_path = dir.sub("log.txt");
   const KillProcessesNaming leftovers(model);
-  const std::string command =
+  Background mpi = Background::shell(
       mpirun("inception_v3",
              "--mode=train --use_data=fake --use_tpu=False --num_threads=1 "
              "--iterations=1 --train_steps=100000 --train_batch_size=4 --width=75 "
              "--height=75 --depth_multiplier=0.1 --num_classes=10 "
              "--save_checkpoints_secs=0 --model_dir=" +
                  model,
-             /*exec_mpirun=*/true) +
-      " >" + log_path + " 2>&1";
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  auto read_log = [&] {
-    std::ifstream in(log_path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  int status = 0;
-  while (read_log().find("\nstep = 3,") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0) << "mpirun ended early:\n" << read_log();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_EQ(kill(pid, SIGTERM), 0);  // mpirun forwards it to both replicas
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  const std::string log = read_log();
+             /*exec_mpirun=*/true),
+      log_path);
+  ASSERT_TRUE(mpi.started());
+  ASSERT_TRUE(mpi.wait_for("\nstep = 3,", 300, std::chrono::milliseconds(100)))
+      << "mpirun ended early or logged no step 3:\n"
+      << mpi.log();
+  ASSERT_EQ(kill(mpi.pid(), SIGTERM), 0);  // mpirun forwards it to both replicas
+  ASSERT_NE(mpi.wait_exit(300), -1) << mpi.log();
+  const std::string log = mpi.log();
   // The checkpoint is what counts. The log's last lines come through mpirun, which, once
   // signalled, may stop passing them on (and then the replicas, whose stdout no longer blocks
   // after the signal, drop them): where they came, they came once, from the leader.

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "io/checkpoint_dir.h"
+#include "tools/background_test_util.h"
 #include "tools/tool_runner.h"
 
 namespace ic {
@@ -130,29 +131,19 @@ TEST(ExactResume, SigtermMidLoopThenResumeEqualsStraight) {
   const std::string data = make_data(dir);
   const std::string stopped = dir.sub("stopped"), straight = dir.sub("straight");
   const std::string log_path = dir.sub("stopped.log");
-  const std::string command = "exec " + testing::bin_path("inception_v3") + " " +
-                              train_flags(data, stopped) + " --train_steps=100000 >" + log_path +
-                              " 2>&1";
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  auto read_log = [&] {
-    std::ifstream in(log_path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  int status = 0;
-  while (read_log().find("\nstep = 10,") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0) << "ended early:\n" << read_log();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  ASSERT_EQ(kill(pid, SIGTERM), 0);
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(read_log().find("Stop requested by signal 15") != std::string::npos) << read_log();
+  // Polled every 2 ms, so that the signal lands within the training loop that logged step 10.
+  testing::Background trainer =
+      testing::Background::shell("exec " + testing::bin_path("inception_v3") + " " +
+                                     train_flags(data, stopped) + " --train_steps=100000",
+                                 log_path);
+  ASSERT_TRUE(trainer.started());
+  ASSERT_TRUE(trainer.wait_for("\nstep = 10,", 300, std::chrono::milliseconds(2)))
+      << "ended early or logged no step 10:\n"
+      << trainer.log();
+  ASSERT_EQ(kill(trainer.pid(), SIGTERM), 0);
+  ASSERT_NE(trainer.wait_exit(300), -1) << trainer.log();
+  ASSERT_TRUE(trainer.log().find("Stop requested by signal 15") != std::string::npos)
+      << trainer.log();
   Result<std::optional<std::string>> latest = latest_checkpoint(stopped);
   ASSERT_TRUE(latest.ok() && latest->has_value());
   const int64_t step = checkpoint_step(**latest).value_or(-1);

@@ -19,10 +19,13 @@
 
 #include "io/checkpoint_dir.h"
 #include "io/safetensors.h"
+#include "tools/background_test_util.h"
 #include "tools/tool_runner.h"
 
 namespace ic {
 namespace {
+
+using testing::Background;
 
 namespace fs = std::filesystem;
 using testing::run_bounded;
@@ -309,66 +312,6 @@ TEST(HostileInput, ClassifyRefusesBadFlagsAndBadCheckpoints) {
 }
 
 // ---- unstoppable; two trainers -------------------------------------------------------------
-
-// A program started in the background with its output in a file.
-class Background {
- public:
-  Background(const std::string& program, const std::string& args, const std::string& log)
-      : log_(log) {
-    std::vector<std::string> argv_text = {testing::bin_path(program)};
-    std::istringstream flags(args);
-    for (std::string flag; flags >> flag;) argv_text.push_back(flag);
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> argv;
-      for (std::string& a : argv_text) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  ~Background() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  std::string log() const {
-    std::ifstream in(log_);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  bool wait_for(const std::string& text, int seconds) const {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (log().find(text) == std::string::npos) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return true;
-  }
-  // The wait status, or -1 when it has not exited within `seconds`.
-  int wait_exit(double seconds) {
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        reaped_ = true;
-        return status;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-};
 
 // Full-size Inception v3 steps take seconds on a few cores: slow enough for a signal to land
 // mid-step. --iterations=1 logs every step.

@@ -17,6 +17,7 @@
 
 #include "io/checkpoint_dir.h"
 #include "io/event_reader.h"
+#include "tools/background_test_util.h"
 #include "tools/tool_runner.h"
 
 namespace ic {
@@ -327,37 +328,16 @@ TEST(Modes, EvaluationUsesTheEvaluatedCheckpointsEmaWeights) {
 TEST(Modes, SigtermWritesACheckpointAndExitsCleanly) {
   TempDir dir;
   const std::string log_path = dir.sub("log.txt");
-  const std::string program = testing::bin_path("inception_v3");
-  std::vector<std::string> args = {program, "--mode=train", "--train_steps=100000",
-                                   "--iterations=1"};
-  std::istringstream flags(tiny_flags(dir.sub("model")));
-  for (std::string flag; flags >> flag;) args.push_back(flag);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(program.c_str(), argv.data());
-    _exit(127);
-  }
-  // Wait for the first logged step, then ask it to stop.
-  auto read_log = [&] {
-    std::ifstream in(log_path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (read_log().find("step = 2,") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_EQ(kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  const std::string log = read_log();
+  testing::Background trainer(
+      "inception_v3",
+      "--mode=train --train_steps=100000 --iterations=1 " + tiny_flags(dir.sub("model")), log_path);
+  ASSERT_TRUE(trainer.started());
+  // Wait for the first logged steps, then ask it to stop.
+  ASSERT_TRUE(trainer.wait_for("step = 2,", 300, std::chrono::milliseconds(100))) << trainer.log();
+  ASSERT_EQ(kill(trainer.pid(), SIGTERM), 0);
+  const int status = trainer.wait_exit(300);
+  const std::string log = trainer.log();
+  ASSERT_NE(status, -1) << log;
   ASSERT_TRUE(WIFEXITED(status)) << log;
   EXPECT_EQ(WEXITSTATUS(status), 0) << log;
   EXPECT_NE(log.find("Stop requested by signal 15"), std::string::npos) << log;
