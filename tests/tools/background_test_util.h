@@ -67,7 +67,9 @@ class Background {
                 std::chrono::milliseconds poll = std::chrono::milliseconds(50)) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
     while (log().find(text) == std::string::npos) {
-      if (std::chrono::steady_clock::now() > deadline || has_ended()) return false;
+      // It may have written the text just before it ended: read the log once more.
+      if (has_ended()) return log().find(text) != std::string::npos;
+      if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(poll);
     }
     return true;
