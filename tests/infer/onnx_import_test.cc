@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/temp_dir_test_util.h"
 #include "infer/model_export.h"
 #include "infer/random_checkpoint_test_util.h"
 #include "io/checkpoint_dir.h"
@@ -23,14 +24,15 @@ namespace ic {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::fresh_temp_dir;
 using testing::logits_of_two;
+using testing::TempDir;
 using testing::write_random_checkpoint;
 
 class OnnxImport : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxImport, LogitsEqualTheCheckpoints) {
-  const std::string dir = fresh_temp_dir("onnx_import_", GetParam());
+  const TempDir temp("onnx_import_");
+  const std::string& dir = temp.path();
   write_random_checkpoint(dir, {.model = GetParam()});
   Result<InferenceModel> trained = load_for_inference(dir, "");
   ASSERT_TRUE(trained.ok()) << trained.status().message();
@@ -69,7 +71,6 @@ TEST_P(OnnxImport, LogitsEqualTheCheckpoints) {
   for (float v : expected) scale = std::max(scale, std::fabs(v));
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_NEAR(got[i], expected[i], 1e-6 * std::max(1.f, scale)) << i;
-  fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, OnnxImport,
@@ -81,7 +82,8 @@ void write_onnx(const std::string& path, const onnx::ModelProto& m) {
 }
 
 TEST(OnnxImportErrors, AForeignOrInt8OnnxFileSaysWhatCanBeServed) {
-  const std::string dir = fresh_temp_dir("onnx_import_", "foreign");
+  const TempDir temp("onnx_import_");
+  const std::string& dir = temp.path();
   onnx::ModelProto foreign;
   foreign.set_producer_name("pytorch");
   foreign.mutable_graph()->set_name("resnet");
@@ -110,7 +112,6 @@ TEST(OnnxImportErrors, AForeignOrInt8OnnxFileSaysWhatCanBeServed) {
   ASSERT_FALSE(quantized.ok());
   EXPECT_NE(quantized.status().message().find("model.safetensors"), std::string::npos)
       << quantized.status().message();
-  fs::remove_all(dir);
 }
 
 }  // namespace

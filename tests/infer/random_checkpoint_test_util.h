@@ -3,9 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -18,17 +16,6 @@
 #include "runtime/inference_runner.h"
 
 namespace ic::testing {
-
-// An empty directory `ic_<prefix><pid><name>` under the system temp dir (any older one of that
-// name removed); the test removes it when it is done.
-inline std::string fresh_temp_dir(const std::string& prefix, const std::string& name) {
-  namespace fs = std::filesystem;
-  const std::string dir =
-      (fs::temp_directory_path() / ("ic_" + prefix + std::to_string(getpid()) + name)).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 struct RandomCheckpoint {
   std::string model = "inception_v3";

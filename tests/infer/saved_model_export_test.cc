@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/temp_dir_test_util.h"
 #include "infer/model_export.h"
 #include "infer/random_checkpoint_test_util.h"
 #include "infer/saved_model_graph.h"
@@ -26,13 +27,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A step-5 checkpoint of `model` with random raw weights, EMA shadows and statistics, in a
-// fresh directory.
-std::string write_random_checkpoint(const std::string& model, int size, double depth) {
-  const std::string dir = testing::fresh_temp_dir("saved_model_", model);
+// A step-5 checkpoint of `model` with random raw weights, EMA shadows and statistics in `dir`.
+void write_random_checkpoint(const std::string& dir, const std::string& model, int size,
+                             double depth) {
   testing::write_random_checkpoint(
       dir, {.model = model, .image_size = size, .depth_multiplier = depth, .step = 5, .seed = 11});
-  return dir;
 }
 
 std::string read_bytes(const std::string& path) {
@@ -50,7 +49,9 @@ std::string node_of(const std::string& input) {
 
 void check_export(const std::string& model_name, int size, double depth) {
   SCOPED_TRACE(model_name);
-  const std::string model_dir = write_random_checkpoint(model_name, size, depth);
+  const testing::TempDir temp("saved_model_");
+  const std::string& model_dir = temp.path();
+  write_random_checkpoint(model_dir, model_name, size, depth);
   Result<InferenceModel> model = load_for_inference(model_dir, "");
   ASSERT_TRUE(model.ok()) << model.status().message();
   Result<std::string> exported =
@@ -188,7 +189,6 @@ void check_export(const std::string& model_name, int size, double depth) {
       EXPECT_EQ(in_bundle.count(name), 1u) << name;
     }
   }
-  fs::remove_all(model_dir);
 }
 
 TEST(SavedModelExport, InceptionV3) { check_export("inception_v3", 75, 0.25); }
@@ -207,17 +207,19 @@ TEST(SavedModelExport, ATrainingGraphIsRefused) {
 }
 
 TEST(SavedModelExport, NoCheckpointIsAnErrorNamingTheModelDir) {
-  const std::string dir = testing::fresh_temp_dir("saved_model_", "empty");
+  const testing::TempDir temp("saved_model_");
+  const std::string& dir = temp.path();
   Result<std::string> exported = export_newest_saved_model(dir, dir + "/export");
   ASSERT_FALSE(exported.ok());
   EXPECT_NE(exported.status().message().find("no checkpoint in " + dir), std::string::npos)
       << exported.status().message();
   EXPECT_FALSE(fs::exists(dir + "/export/"));
-  fs::remove_all(dir);
 }
 
 TEST(SavedModelExport, AFailedExportLeavesNoNumberedDirectory) {
-  const std::string model_dir = write_random_checkpoint("inception_v3", 75, 0.25);
+  const testing::TempDir temp("saved_model_");
+  const std::string& model_dir = temp.path();
+  write_random_checkpoint(model_dir, "inception_v3", 75, 0.25);
   Result<InferenceModel> model = load_for_inference(model_dir, "");
   ASSERT_TRUE(model.ok());
   model->weights.erase("InceptionV3/Logits/Conv2d_1c_1x1/biases");
@@ -228,7 +230,6 @@ TEST(SavedModelExport, AFailedExportLeavesNoNumberedDirectory) {
             std::string::npos)
       << exported.status().message();
   EXPECT_TRUE(fs::is_empty(model_dir + "/export"));
-  fs::remove_all(model_dir);
 }
 
 }  // namespace

@@ -5,13 +5,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "core/temp_dir_test_util.h"
 #include "io/tfrecord.h"
 
 namespace ic::testing {
@@ -63,25 +62,17 @@ inline const Damage kDamages[] = {
     {"huge length", huge_length, kFramedBytes},
 };
 
-// A fresh directory per test, named after the test, removed after it.
+// A fresh directory per test (core/temp_dir_test_util.h), removed after it.
 class DamagedFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ic_damaged_tfrecord_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   // Writes `bytes` to the file `name` of the test's directory; returns its path.
   std::string write(const std::string& name, const std::string& bytes) {
-    const std::string p = (dir_ / name).string();
+    const std::string p = dir_.sub(name);
     std::ofstream(p, std::ios::binary)
         .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return p;
   }
-  std::filesystem::path dir_;
+  TempDir dir_{"damaged_tfrecord_"};
 };
 
 }  // namespace ic::testing

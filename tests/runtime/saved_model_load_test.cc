@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/temp_dir_test_util.h"
 #include "infer/model_export.h"
 #include "infer/random_checkpoint_test_util.h"
 #include "io/checkpoint_dir.h"
@@ -22,12 +23,13 @@ namespace ic {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::fresh_temp_dir;
 using testing::logits_of_two;
+using testing::TempDir;
 using testing::write_random_checkpoint;
 
 TEST(SavedModelLoad, LogitsEqualTheCheckpoints) {
-  const std::string dir = fresh_temp_dir("saved_model_", "logits");
+  const TempDir temp("saved_model_");
+  const std::string& dir = temp.path();
   write_random_checkpoint(dir, {.step = 9, .seed = 11});
   Result<InferenceModel> trained = load_for_inference(dir, "");
   ASSERT_TRUE(trained.ok()) << trained.status().message();
@@ -67,11 +69,11 @@ TEST(SavedModelLoad, LogitsEqualTheCheckpoints) {
   ASSERT_EQ(got.size(), expected.size());
   ASSERT_FALSE(got.empty());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-6) << i;
-  fs::remove_all(dir);
 }
 
 TEST(SavedModelLoad, ASavedModelThatIsNotOursSaysWhatCanBeServed) {
-  const std::string dir = fresh_temp_dir("saved_model_", "foreign");
+  const TempDir temp("saved_model_");
+  const std::string& dir = temp.path();
   // As TensorFlow writes one: saved_model.pb and variables/ without our metadata.
   fs::create_directories(dir + "/1");
   std::ofstream(dir + "/1/saved_model.pb") << "not ours";
@@ -97,7 +99,6 @@ TEST(SavedModelLoad, ASavedModelThatIsNotOursSaysWhatCanBeServed) {
   ASSERT_FALSE(bare.ok());
   EXPECT_NE(bare.status().message().find("variables"), std::string::npos)
       << bare.status().message();
-  fs::remove_all(dir);
 }
 
 }  // namespace
