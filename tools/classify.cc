@@ -111,8 +111,7 @@ int classify_main(int argc, char** argv) {
   }
   // The start-up timing may keep some layers in float32; say how many, as serve does.
   if (flags.precision == InferencePrecision::int8)
-    std::cerr << "classify: int8: " << result->graph_stats.int8_layers_in_float32
-              << " of its int8 convolutions timed faster in float32 and run in float32"
+    std::cerr << "classify: int8: " << int8_layers_in_float32_note(result->graph_stats)
               << std::endl;
   if (flags.precision == InferencePrecision::bfloat16)
     std::cerr << "classify: bfloat16: " << result->graph_stats.bf16_activations

@@ -11,6 +11,11 @@ const char* precision_name(InferencePrecision precision) {
   return "?";
 }
 
+std::string int8_layers_in_float32_note(const InferencePassStats& stats) {
+  return std::to_string(stats.int8_layers_in_float32) +
+         " of its int8 convolutions timed faster in float32 and run in float32";
+}
+
 Result<InferenceGraphOptions> graph_options_for(const InferenceModel& model,
                                                 InferencePrecision precision, Backend& backend,
                                                 InferenceGraphOptions base) {

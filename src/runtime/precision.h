@@ -8,6 +8,8 @@
 //   int8: the layers an int8 export names in int8 (graph/quantize_pass.h), the rest in f32.
 #pragma once
 
+#include <string>
+
 #include "core/status.h"
 #include "graph/inference_graph.h"
 #include "runtime/inference_model.h"
@@ -17,6 +19,10 @@ namespace ic {
 enum class InferencePrecision { float32, bfloat16, int8 };
 
 const char* precision_name(InferencePrecision precision);  // "float32", "bfloat16", "int8"
+
+// "N of its int8 convolutions timed faster in float32 and run in float32": how serve's start-up
+// line and classify describe an int8 graph's layers that Backend::int8_conv_pays turned down.
+std::string int8_layers_in_float32_note(const InferencePassStats& stats);
 
 // `base` with what `precision` changes on `backend`. int8 needs a model loaded from an int8
 // export (export_model --format=int8); without one the error says so and names the checkpoint.

@@ -101,9 +101,9 @@ Result<PrecisionRunner> compile_in_precision(Backend& backend, const InferenceMo
     PrecisionRunner chosen{*fixed, nullptr, "asked for"};
     IC_ASSIGN_OR_RETURN(chosen.runner, compile(backend, model, batch_sizes, *fixed));
     // int8 layers the backend timed faster in float32 run in float32 (docs/int8.md).
-    if (const int kept = chosen.runner->pass_stats().int8_layers_in_float32; kept > 0)
-      chosen.reason += " (" + std::to_string(kept) +
-                       " of its int8 convolutions timed faster in float32 and run in float32)";
+    const InferencePassStats& stats = chosen.runner->pass_stats();
+    if (stats.int8_layers_in_float32 > 0)
+      chosen.reason += " (" + int8_layers_in_float32_note(stats) + ")";
     return chosen;
   }
   if (!backend.has_native_bf16()) {
